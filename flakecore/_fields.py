@@ -1,0 +1,97 @@
+"""Strict readers for untrusted JSON mappings: one path for every packet.
+
+Python's type system is not JSON's: ``True`` is an ``int``, ``5.0 == 5``.
+These helpers say what JSON means, so every policy judges types the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+from flakecore.digest import is_digest
+
+__all__ = [
+    "FORMAT_KEYS",
+    "MISSING",
+    "format_problem",
+    "is_bool",
+    "is_count",
+    "is_int",
+    "is_nonblank",
+    "is_seed",
+    "is_sha",
+    "unknown_keys",
+]
+
+
+class _Missing:
+    """A key that is absent (distinct from JSON ``null``)."""
+
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+MISSING: Final = _Missing()
+
+#: Keys every packet may carry to name its format.
+FORMAT_KEYS: Final = ("format", "format_version")
+
+
+def is_int(value: object) -> bool:
+    """A JSON integer: not a bool, not ``5.0``."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_count(value: object) -> bool:
+    """A non-negative JSON integer."""
+    return is_int(value) and value >= 0  # type: ignore[operator]
+
+
+def is_bool(value: object) -> bool:
+    """A JSON boolean (the string ``"false"`` is not one)."""
+    return isinstance(value, bool)
+
+
+def is_nonblank(value: object) -> bool:
+    """A string with at least one non-whitespace character."""
+    return isinstance(value, str) and value.strip() != ""
+
+
+def is_seed(value: object) -> bool:
+    """A seed is a JSON string or integer, compared by value *and* type."""
+    return isinstance(value, str) or is_int(value)
+
+
+def is_sha(value: object) -> bool:
+    """A full git object id: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits."""
+    return isinstance(value, str) and (
+        is_digest(value) or (len(value) == 40 and all(c in "0123456789abcdef" for c in value))
+    )
+
+
+def unknown_keys(packet: Mapping[str, object], allowed: Iterable[str]) -> list[str]:
+    """Keys the packet's schema does not define (a misspelt key is not ignored)."""
+    known = set(allowed) | set(FORMAT_KEYS)
+    return sorted(key for key in packet if key not in known)
+
+
+def format_problem(packet: Mapping[str, object], kind: str) -> str | None:
+    """Check the optional ``format``/``format_version`` pair against ``kind``.
+
+    Absent is fine (the verb names the kind); a different kind or another
+    major version is refused.
+    """
+    expected = f"flakecore.{kind}"
+    name = packet.get("format", MISSING)
+    version = packet.get("format_version", MISSING)
+    if name is not MISSING and name != expected:
+        return f"format is {name!r}, expected {expected!r}"
+    if version is not MISSING and (not isinstance(version, str) or not _is_v1(version)):
+        return f"format_version {version!r} is not a 1.x version"
+    return None
+
+
+def _is_v1(version: str) -> bool:
+    major, dot, minor = version.partition(".")
+    return major == "1" and dot == "." and minor.isdigit() and minor.isascii()

@@ -1,0 +1,148 @@
+"""``admit``: freeze only if the unmodified base commit already missed (SPEC 3.1)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from flakecore._fields import (
+    MISSING,
+    format_problem,
+    is_count,
+    is_int,
+    is_nonblank,
+    is_seed,
+    is_sha,
+    unknown_keys,
+)
+from flakecore.codes import AdmitCode, PolicyName
+from flakecore.decision import Decision
+from flakecore.digest import is_digest
+from flakecore.exits import ADMIT_EXIT
+from flakecore.policy import DEFAULT_POLICY, Policy
+from flakecore.records import ADMIT_FIELDS, AdmitEvidence
+
+__all__ = ["AdmitDecision", "admit", "freeze_record"]
+
+AdmitDecision = Decision[AdmitCode]
+
+_COUNTS = ("base_misses", "patch_misses")
+_DIGESTS = (
+    "property_sha256",
+    "base_property_sha256",
+    "fixture_epoch",
+    "base_fixture_epoch",
+    "claimed_epoch",
+)
+
+
+def _incomplete_reasons(packet: Mapping[str, object]) -> list[str]:
+    reasons: list[str] = []
+    if (problem := format_problem(packet, "admit-packet")) is not None:
+        reasons.append(problem)
+    reasons += [f"unknown field {k!r}" for k in unknown_keys(packet, ADMIT_FIELDS)]
+    if "base_attempts" not in packet:
+        reasons.append("base_attempts is missing")
+    for name in _COUNTS:
+        value = packet.get(name, MISSING)
+        if value is MISSING:
+            reasons.append(f"{name} is missing")
+        elif not is_int(value):
+            reasons.append(f"{name} must be an integer")
+    for name in _DIGESTS:
+        value = packet.get(name, MISSING)
+        if value is MISSING:
+            reasons.append(f"{name} is missing")
+        elif not is_digest(value):
+            reasons.append(f"{name} must be a sha256 digest (64 lowercase hex); a name is not one")
+    optional = {"property_id": is_nonblank, "seed": is_seed, "base_sha": is_sha}
+    for name, ok in optional.items():
+        value = packet.get(name, MISSING)
+        if value is not MISSING and not ok(value):
+            reasons.append(f"{name} is malformed")
+    return reasons
+
+
+def admit(
+    evidence: AdmitEvidence | Mapping[str, object], *, policy: Policy = DEFAULT_POLICY
+) -> AdmitDecision:
+    """Judge a base-replay record; the first check that fires decides.
+
+    ``patch_misses`` explains why a freeze was requested; it never grants
+    one.  Misses beyond the attempt cap are still ``REJECT_BUDGET``.
+    """
+    packet = evidence.to_json() if isinstance(evidence, AdmitEvidence) else evidence
+    cap, floor = policy.attempt_cap, policy.min_base_misses
+
+    def verdict(code: AdmitCode, *reasons: str) -> AdmitDecision:
+        return Decision(
+            policy=PolicyName.ADMIT,
+            code=code,
+            exit_code=ADMIT_EXIT[code],
+            accepted=code is AdmitCode.ACCEPT_PREEXISTING,
+            reasons=reasons,
+            policy_values=policy.values("attempt_cap", "min_base_misses"),
+        )
+
+    if not isinstance(packet, Mapping):
+        return verdict(AdmitCode.REJECT_INCOMPLETE, "evidence is not a JSON object")
+    if reasons := _incomplete_reasons(packet):
+        return verdict(AdmitCode.REJECT_INCOMPLETE, *reasons)
+    attempts = packet["base_attempts"]
+    if not is_int(attempts) or not 1 <= attempts <= cap:  # type: ignore[operator]
+        return verdict(AdmitCode.REJECT_BUDGET, f"base_attempts must be an integer in 1..{cap}")
+    base_misses, patch_misses = packet["base_misses"], packet["patch_misses"]
+    assert isinstance(base_misses, int) and isinstance(patch_misses, int)
+    assert isinstance(attempts, int)
+    if not (is_count(base_misses) and is_count(patch_misses)):
+        return verdict(AdmitCode.REJECT_INCOMPLETE, "a count is negative")
+    if base_misses > attempts:
+        return verdict(AdmitCode.REJECT_INCOMPLETE, "base_misses exceeds base_attempts")
+    if packet["property_sha256"] != packet["base_property_sha256"]:
+        return verdict(
+            AdmitCode.REJECT_PROPERTY_DRIFT, "property source differs between patch and base"
+        )
+    epoch, base_epoch = packet["fixture_epoch"], packet["base_fixture_epoch"]
+    if epoch != base_epoch:
+        return verdict(AdmitCode.REJECT_FIXTURE_EPOCH, "fixture epoch differs on the base run")
+    if epoch != packet["claimed_epoch"]:
+        return verdict(AdmitCode.REJECT_FIXTURE_EPOCH, "fixture epoch is not the claimed epoch")
+    if base_misses >= floor:
+        return verdict(
+            AdmitCode.ACCEPT_PREEXISTING,
+            f"base missed {base_misses} of {attempts} (floor {floor})",
+        )
+    if patch_misses >= 1:
+        return verdict(
+            AdmitCode.REJECT_PATCH_INTRODUCED,
+            f"base missed {base_misses} of {attempts}; only the patch missed",
+        )
+    return verdict(AdmitCode.REJECT_BUDGET, "no miss on base or patch within the budget")
+
+
+def freeze_record(
+    evidence: AdmitEvidence | Mapping[str, object], *, policy: Policy = DEFAULT_POLICY
+) -> dict[str, object] | None:
+    """The freeze record for an ``ACCEPT_PREEXISTING`` verdict, else None.
+
+    It is recomputed from the evidence every time; a later job that cannot
+    recompute it deletes the stored one rather than inheriting it.
+    """
+    decision = admit(evidence, policy=policy)
+    if not decision.accepted:
+        return None
+    packet = evidence.to_json() if isinstance(evidence, AdmitEvidence) else evidence
+    record: dict[str, object] = {"format": "flakecore.freeze-record", "format_version": "1.0"}
+    for name in ("property_id", "seed", "base_sha"):
+        if name in packet:
+            record[name] = packet[name]
+    record.update(
+        property_sha256=packet["property_sha256"],
+        base_property_sha256=packet["base_property_sha256"],
+        fixture_epoch=packet["fixture_epoch"],
+        base_misses=packet["base_misses"],
+        base_attempts=packet["base_attempts"],
+        patch_misses=packet["patch_misses"],
+        verdict=decision.code.value,
+        policy_values=decision.policy_values,
+    )
+    return record

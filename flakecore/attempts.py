@@ -1,0 +1,238 @@
+"""Append-only attempt logs and their strict reducer (SPEC 2).
+
+A log is never rewritten: a rewrite can drop a pass and keep a miss, which
+manufactures an acceptance.  So the writer only appends whole lines, and the
+reducer refuses (``INCOMPLETE``) anything that is not exactly the log an
+honest writer produces: one compact object per ``\\n``-terminated line,
+``n`` counting 1, 2, 3, ... with no gap, one seed, known results only.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import attrs
+
+from flakecore._fields import is_int, is_seed
+from flakecore.codes import AttemptResult, LogStatus
+from flakecore.errors import InputError
+from flakecore.jsonio import compact_line, load_object
+from flakecore.policy import DEFAULT_POLICY, Policy
+from flakecore.records import Seed
+
+__all__ = ["MAX_LINE_BYTES", "AttemptWriter", "LogSummary", "reduce_logs"]
+
+_LINE_KEYS = frozenset({"seed", "n", "result"})
+_RESULTS = frozenset(r.value for r in AttemptResult)
+_WHITESPACE = frozenset(b" \t\r\n\x0b\x0c")
+#: An honest attempt line is ~60 bytes; a longer one is refused unread.
+MAX_LINE_BYTES = 4096
+
+
+@attrs.frozen(kw_only=True)
+class LogSummary:
+    """What one or more workers' logs reduce to.
+
+    Counts are meaningful only when ``status`` is ``COMPLETE``; on
+    ``INCOMPLETE`` they are what was read before the first refusal.
+    """
+
+    status: LogStatus
+    attempts: int
+    misses: int
+    seed: Seed | None
+    files: tuple[str, ...]
+    reasons: tuple[str, ...] = ()
+    results: dict[str, int] = attrs.field(factory=dict, hash=False)
+
+    @property
+    def complete(self) -> bool:
+        """True only when every line of every file passed every check."""
+        return self.status is LogStatus.COMPLETE
+
+    def to_json(self) -> dict[str, object]:
+        """The summary record printed by ``flakecore attempts --json``."""
+        return {
+            "format": "flakecore.attempts-summary",
+            "format_version": "1.0",
+            "status": self.status.value,
+            "attempts": self.attempts,
+            "misses": self.misses,
+            "seed": self.seed,
+            "files": list(self.files),
+            "results": dict(self.results),
+            "reasons": list(self.reasons),
+        }
+
+
+class AttemptWriter:
+    """Appends attempt lines for one worker to its own new log file.
+
+    Each line is one ``O_APPEND`` write, flushed and fsynced before
+    :meth:`append` returns, so a crash leaves at most one truncated last line
+    (which the reducer refuses) and never a reordered one.  The file is
+    created exclusively: a second writer on the same file is an error.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], seed: Seed) -> None:
+        if not is_seed(seed):
+            raise TypeError("seed must be a str or int")
+        self.path = Path(path)
+        self.seed = seed
+        self._n = 0
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+
+    def append(self, result: AttemptResult) -> int:
+        """Record one started attempt; returns its number ``n``."""
+        self._n += 1
+        line = compact_line({"seed": self.seed, "n": self._n, "result": result.value})
+        written = os.write(self._fd, line)
+        if written != len(line):
+            raise OSError(f"{self.path}: short write ({written} of {len(line)} bytes)")
+        os.fsync(self._fd)
+        return self._n
+
+    def close(self) -> None:
+        """Close the file; no more lines can be appended."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> AttemptWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _compact(line: bytes) -> bool:
+    """No whitespace outside string literals (a compact object)."""
+    in_string = escaped = False
+    for byte in line:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in _WHITESPACE:
+            return False
+    return True
+
+
+class _Refusal(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _check_line(raw: bytes, source: str, number: int) -> dict[str, object]:
+    where = f"{source}:{number}"
+    if not raw:
+        raise _Refusal(f"{where}: blank line")
+    if not _compact(raw):
+        raise _Refusal(f"{where}: not one compact JSON object (whitespace or \\r)")
+    try:
+        obj = load_object(raw, source=source, line=number)
+    except InputError as exc:
+        raise _Refusal(str(exc)) from None
+    missing = sorted(_LINE_KEYS - obj.keys())
+    extra = sorted(obj.keys() - _LINE_KEYS)
+    if missing:
+        raise _Refusal(f"{where}: missing {', '.join(missing)}")
+    if extra:
+        raise _Refusal(f"{where}: unknown field {extra[0]!r}")
+    if not is_int(obj["n"]):
+        raise _Refusal(f"{where}: n must be a JSON integer")
+    if not is_seed(obj["seed"]):
+        raise _Refusal(f"{where}: seed must be a JSON string or integer")
+    if not isinstance(obj["result"], str) or obj["result"] not in _RESULTS:
+        raise _Refusal(f"{where}: unknown result {obj['result']!r}")
+    return obj
+
+
+def _same_seed(a: object, b: object) -> bool:
+    return type(a) is type(b) and a == b
+
+
+def reduce_logs(
+    paths: Sequence[str | os.PathLike[str]], *, policy: Policy = DEFAULT_POLICY
+) -> LogSummary:
+    """Reduce the logs of one experiment (one file per worker) into counts.
+
+    Each file is checked on its own (numbered from 1) and the counts are
+    summed; every file must carry the same seed.  The reducer only counts:
+    whether the count is within the attempt cap is ``admit``'s question.
+    Unreadable files raise :class:`~flakecore.errors.InputError`; everything
+    else wrong is an ``INCOMPLETE`` summary.
+    """
+    names = tuple(os.fspath(p) for p in paths)
+    attempts = misses = 0
+    results: dict[str, int] = {}
+    seed: object = None
+
+    def summary(status: LogStatus, *reasons: str) -> LogSummary:
+        return LogSummary(
+            status=status,
+            attempts=attempts,
+            misses=misses,
+            seed=seed,  # type: ignore[arg-type]
+            files=names,
+            reasons=reasons,
+            results=results,
+        )
+
+    if not names:
+        return summary(LogStatus.INCOMPLETE, "no log given")
+    limit = policy.max_log_lines
+    for name in names:
+        try:
+            with open(name, "rb") as fh:
+                expected_n = 1
+                while raw := fh.readline(MAX_LINE_BYTES + 1):
+                    number = expected_n
+                    if len(raw) > MAX_LINE_BYTES:
+                        return summary(
+                            LogStatus.INCOMPLETE,
+                            f"{name}:{number}: line over {MAX_LINE_BYTES} bytes",
+                        )
+                    if attempts >= limit:
+                        return summary(
+                            LogStatus.INCOMPLETE, f"{name}: more than {limit} lines (policy limit)"
+                        )
+                    if not raw.endswith(b"\n"):
+                        return summary(
+                            LogStatus.INCOMPLETE, f"{name}:{number}: last line lacks its newline"
+                        )
+                    obj = _check_line(raw[:-1], name, number)
+                    if obj["n"] != expected_n:
+                        return summary(
+                            LogStatus.INCOMPLETE,
+                            f"{name}:{number}: n is {obj['n']}, expected {expected_n}",
+                        )
+                    if attempts == 0:
+                        seed = obj["seed"]
+                    elif not _same_seed(obj["seed"], seed):
+                        return summary(
+                            LogStatus.INCOMPLETE, f"{name}:{number}: seed differs from the first"
+                        )
+                    expected_n += 1
+                    attempts += 1
+                    result = str(obj["result"])
+                    results[result] = results.get(result, 0) + 1
+                    if result == AttemptResult.MISS.value:
+                        misses += 1
+                if expected_n == 1:
+                    return summary(LogStatus.INCOMPLETE, f"{name}: empty log")
+        except _Refusal as refusal:
+            return summary(LogStatus.INCOMPLETE, refusal.reason)
+        except FileNotFoundError:
+            raise InputError("no such file", source=name) from None
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror}", source=name) from None
+    return summary(LogStatus.COMPLETE)

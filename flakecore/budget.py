@@ -1,0 +1,146 @@
+"""``budget``: a fixed seed budget with five codes and no soft bypass (SPEC 3.3)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+
+from flakecore._fields import (
+    MISSING,
+    format_problem,
+    is_bool,
+    is_count,
+    is_nonblank,
+    is_seed,
+    is_sha,
+    unknown_keys,
+)
+from flakecore.codes import BudgetCode, PolicyName
+from flakecore.decision import Decision
+from flakecore.digest import is_digest
+from flakecore.exits import BUDGET_EXIT
+from flakecore.policy import DEFAULT_POLICY, Policy
+from flakecore.records import BUDGET_FIELDS, BudgetPacket
+
+__all__ = ["BudgetDecision", "budget", "ledger_row"]
+
+BudgetDecision = Decision[BudgetCode]
+
+
+def _malformed(packet: Mapping[str, object]) -> list[str]:
+    reasons: list[str] = []
+    if (problem := format_problem(packet, "budget-packet")) is not None:
+        reasons.append(problem)
+    reasons += [f"unknown field {k!r}" for k in unknown_keys(packet, BUDGET_FIELDS)]
+    if not is_nonblank(packet.get("test_id", MISSING)):
+        reasons.append("test_id is missing or blank")
+    for name in ("parent_digest", "head_digest"):
+        if not is_digest(packet.get(name, MISSING)):
+            reasons.append(f"{name} is missing or not a sha256 digest")
+    holds = packet.get("property_holds", MISSING)
+    if holds is MISSING or not (holds is None or is_bool(holds)):
+        reasons.append("property_holds must be a boolean, or null when not scored")
+    seeds = packet.get("seeds", MISSING)
+    if not isinstance(seeds, list) or not all(is_seed(s) for s in seeds):
+        reasons.append("seeds must be a list of strings or integers")
+    passes = packet.get("passes", MISSING)
+    if passes is MISSING or not (passes is None or is_count(passes)):
+        reasons.append("passes must be a non-negative integer, or null when not started")
+    if not is_count(packet.get("budget", MISSING)):
+        reasons.append("budget must be a non-negative integer")
+    opened = packet.get("opened_against", MISSING)
+    if opened is not MISSING and not is_sha(opened):
+        reasons.append("opened_against must be a full commit id")
+    return reasons
+
+
+def _seed_key(seed: object) -> tuple[str, object]:
+    """Seeds compare by value and type: ``1234`` and ``"1234"`` are two seeds."""
+    return (type(seed).__name__, seed)
+
+
+def _budget_problems(seeds: Sequence[object], passes: object, n: int, minimum: int) -> list[str]:
+    problems: list[str] = []
+    if n < minimum:
+        problems.append(f"budget {n} is below the minimum of {minimum}")
+    if len(seeds) != n:
+        problems.append(f"{len(seeds)} committed seeds for a budget of {n}")
+    if len({_seed_key(s) for s in seeds}) != len(seeds):
+        problems.append("a committed seed repeats")
+    if passes is None:
+        problems.append("the seed runs never started")
+    elif isinstance(passes, int) and passes > n:
+        problems.append(f"{passes} passes out of {n} runs is impossible")
+    return problems
+
+
+def budget(
+    packet: BudgetPacket | Mapping[str, object], *, policy: Policy = DEFAULT_POLICY
+) -> BudgetDecision:
+    """Judge a seed-budget observation: one run per committed seed, no retries.
+
+    ``INSUFFICIENT_BUDGET`` is a process error, not a product code: the
+    ledger stays unchanged and the merge stays closed.
+    """
+    data = packet.to_json() if isinstance(packet, BudgetPacket) else packet
+
+    def verdict(code: BudgetCode, *reasons: str) -> BudgetDecision:
+        return Decision(
+            policy=PolicyName.BUDGET,
+            code=code,
+            exit_code=BUDGET_EXIT[code],
+            accepted=code is BudgetCode.FLAKE_CANDIDATE,
+            reasons=reasons,
+            policy_values=policy.values("min_seed_budget", "max_lease_days"),
+        )
+
+    if not isinstance(data, Mapping):
+        return verdict(BudgetCode.INSUFFICIENT_BUDGET, "packet is not a JSON object")
+    if reasons := _malformed(data):
+        return verdict(BudgetCode.INSUFFICIENT_BUDGET, *reasons)
+    if data["parent_digest"] != data["head_digest"]:
+        return verdict(BudgetCode.FIXTURE_DRIFT, "head fixture differs from the parent fixture")
+    holds = data["property_holds"]
+    if holds is None:
+        return verdict(BudgetCode.INSUFFICIENT_BUDGET, "the property was not scored")
+    if holds is False:
+        return verdict(BudgetCode.PROPERTY_MISS, "the property fails on the parent fixture")
+    seeds, passes, n = data["seeds"], data["passes"], data["budget"]
+    assert isinstance(seeds, list) and isinstance(n, int)
+    if problems := _budget_problems(seeds, passes, n, policy.min_seed_budget):
+        return verdict(BudgetCode.INSUFFICIENT_BUDGET, *problems)
+    assert isinstance(passes, int)
+    if passes == 0:
+        return verdict(BudgetCode.STABLE_FAIL, f"0 of {n} seeds passed: the miss is stable")
+    if passes == n:
+        return verdict(BudgetCode.STABLE_PASS, f"{n} of {n} seeds passed: no freeze row")
+    return verdict(BudgetCode.FLAKE_CANDIDATE, f"{passes} of {n} seeds passed")
+
+
+def ledger_row(
+    packet: BudgetPacket | Mapping[str, object],
+    *,
+    today: dt.date,
+    policy: Policy = DEFAULT_POLICY,
+) -> dict[str, object] | None:
+    """The ledger row a ``FLAKE_CANDIDATE`` opens (expiring after the lease window), else None.
+
+    ``opened_against`` is required here: a row that cannot name its parent
+    commit cannot be recomputed, so it is never written.
+    """
+    decision = budget(packet, policy=policy)
+    data = packet.to_json() if isinstance(packet, BudgetPacket) else packet
+    if not decision.accepted or "opened_against" not in data:
+        return None
+    return {
+        "format": "flakecore.ledger-row",
+        "format_version": "1.0",
+        "test_id": data["test_id"],
+        "parent_digest": data["parent_digest"],
+        "seeds": data["seeds"],
+        "passes": data["passes"],
+        "budget": data["budget"],
+        "code": decision.code.value,
+        "expires_on": (today + policy.max_lease).isoformat(),
+        "opened_against": data["opened_against"],
+    }

@@ -1,0 +1,237 @@
+"""``classify``: one exit class per failing run, and whether its lease may open (SPEC 3.4)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Mapping, Sequence
+
+import attrs
+
+from flakecore._fields import (
+    MISSING,
+    format_problem,
+    is_bool,
+    is_count,
+    is_int,
+    is_nonblank,
+    unknown_keys,
+)
+from flakecore.codes import ClassifyClass, PolicyName
+from flakecore.decision import Decision
+from flakecore.digest import is_digest
+from flakecore.exits import CLASSIFY_EXIT, CLASSIFY_FLAKE_LEASE_REFUSED
+from flakecore.policy import DEFAULT_POLICY, Policy
+from flakecore.records import CLASSIFY_FIELDS, ClassifyReport
+from flakecore.timeutil import format_rfc3339, parse_rfc3339
+
+__all__ = ["ClassifyDecision", "classify", "freeze_allowed", "lease_problems"]
+
+_REPLAY_KEYS = frozenset({"attempt_id", "passed", "exit_code", "duration_s"})
+
+
+@attrs.frozen(kw_only=True)
+class ClassifyDecision(Decision[ClassifyClass]):
+    """A class plus the separate permission decision: may a lease open?
+
+    ``greens``/``replays`` count the replay evidence (0 when it was unusable);
+    ``lease_reasons`` say why a ``FLAKE`` may not open a lease.
+    """
+
+    freeze_allowed: bool = False
+    lease_reasons: tuple[str, ...] = ()
+    replays: int = 0
+    greens: int = 0
+
+    @property
+    def freeze(self) -> str:
+        """``eligible``, ``refused`` (a FLAKE without a valid lease) or ``no``."""
+        if self.code is not ClassifyClass.FLAKE:
+            return "no"
+        return "eligible" if self.freeze_allowed else "refused"
+
+    def summary_line(self) -> str:
+        """The one-line form CI logs show: ``exit=4 class=flake freeze=eligible``."""
+        return f"exit={self.exit_code} class={self.code.value.lower()} freeze={self.freeze}"
+
+    def to_json(self) -> dict[str, object]:
+        """The decision record, with the lease permission beside the class."""
+        data = super().to_json()
+        data.update(
+            freeze_allowed=self.freeze_allowed,
+            freeze=self.freeze,
+            lease_reasons=list(self.lease_reasons),
+            replays=self.replays,
+            greens=self.greens,
+        )
+        return data
+
+
+def _replay_problems(replays: object) -> list[str]:
+    if not isinstance(replays, list):
+        return ["replays must be a list"]
+    problems: list[str] = []
+    ids: set[str] = set()
+    for i, replay in enumerate(replays):
+        where = f"replays[{i}]"
+        if not isinstance(replay, dict):
+            problems.append(f"{where} is not an object")
+            continue
+        extra = sorted(set(replay) - _REPLAY_KEYS)
+        problems += [f"{where} has unknown field {k!r}" for k in extra]
+        attempt_id, passed = replay.get("attempt_id", MISSING), replay.get("passed", MISSING)
+        exit_code = replay.get("exit_code")
+        duration = replay.get("duration_s")
+        if not is_nonblank(attempt_id):
+            problems.append(f"{where}.attempt_id is missing or blank")
+        elif attempt_id in ids:
+            problems.append(f"{where}.attempt_id {attempt_id!r} repeats")
+        else:
+            ids.add(str(attempt_id))
+        if not is_bool(passed):
+            problems.append(f"{where}.passed must be a JSON boolean")
+        if exit_code is not None and not is_int(exit_code):
+            problems.append(f"{where}.exit_code must be an integer or null")
+        elif passed is True and exit_code not in (None, 0):
+            problems.append(f"{where} passed with exit code {exit_code}")
+        if duration is not None and not (
+            isinstance(duration, (int, float))
+            and not isinstance(duration, bool)
+            and math.isfinite(duration)
+            and duration >= 0
+        ):
+            problems.append(f"{where}.duration_s must be a finite number >= 0 or null")
+    return problems
+
+
+def lease_problems(
+    owner: object, expires_at: object, *, now: dt.datetime, policy: Policy = DEFAULT_POLICY
+) -> list[str]:
+    """Why a lease with this owner and expiry may not open (empty list: it may).
+
+    The expiry must be timezone-aware, strictly after ``now`` and no later
+    than ``now`` plus the policy's maximum lease: a 2099 expiry is a
+    permanent freeze, not a lease.
+    """
+    problems: list[str] = []
+    if not is_nonblank(owner):
+        problems.append("owner is missing or blank")
+    if now.tzinfo is None or now.utcoffset() is None:
+        problems.append("the evaluation time is naive")
+        return problems
+    if expires_at is MISSING or expires_at is None:
+        problems.append("expires_at is missing")
+        return problems
+    try:
+        expiry = parse_rfc3339(expires_at)  # type: ignore[arg-type]
+    except ValueError as exc:
+        problems.append(f"expires_at: {exc} (incomplete)")
+        return problems
+    if expiry <= now:
+        problems.append(f"expires_at {format_rfc3339(expiry)} is not after now")
+    elif expiry > now + policy.max_lease:
+        problems.append(f"expires_at is more than {policy.max_lease_days} days away")
+    return problems
+
+
+def _incomplete(packet: Mapping[str, object]) -> list[str]:
+    reasons: list[str] = []
+    if (problem := format_problem(packet, "classify-report")) is not None:
+        reasons.append(problem)
+    reasons += [f"unknown field {k!r}" for k in unknown_keys(packet, CLASSIFY_FIELDS)]
+    if packet.get("property_verdict", MISSING) not in ("pass", "fail"):
+        reasons.append("property_verdict is missing or not 'pass'/'fail'")
+    if packet.get("pin_status", MISSING) not in ("match", "mismatch"):
+        reasons.append("pin_status is missing or not 'match'/'mismatch'")
+    for name in ("owner", "canary"):
+        value = packet.get(name, MISSING)
+        if value is not MISSING and value is not None and not isinstance(value, str):
+            reasons.append(f"{name} must be a string")
+    pinned = packet.get("pinned_sha256", MISSING)
+    if pinned is not MISSING and not is_digest(pinned):
+        reasons.append("pinned_sha256 must be a sha256 digest")
+    return reasons
+
+
+def classify(
+    report: ClassifyReport | Mapping[str, object],
+    *,
+    now: dt.datetime,
+    policy: Policy = DEFAULT_POLICY,
+) -> ClassifyDecision:
+    """Give a failing run exactly one class, then decide the lease permission.
+
+    The pin is checked before the property verdict, and the property before
+    the replays, so a short replay cannot launder a property failure.
+    ``now`` is the evaluation time (the clock, or ``--now``).
+    """
+    data = report.to_json() if isinstance(report, ClassifyReport) else report
+    values = policy.values("replay_budget", "max_lease_days")
+    values["now"] = format_rfc3339(now) if now.tzinfo is not None else str(now)
+
+    def verdict(
+        code: ClassifyClass, *reasons: str, replays: Sequence[Mapping[str, object]] = ()
+    ) -> ClassifyDecision:
+        greens = sum(1 for r in replays if r["passed"] is True)
+        lease: list[str] = []
+        if code is ClassifyClass.FLAKE:
+            lease = lease_problems(
+                data.get("owner", MISSING), data.get("expires_at", MISSING), now=now, policy=policy
+            )
+        allowed = code is ClassifyClass.FLAKE and not lease
+        exit_code = CLASSIFY_EXIT[code]
+        if code is ClassifyClass.FLAKE and not allowed:
+            exit_code = CLASSIFY_FLAKE_LEASE_REFUSED
+        return ClassifyDecision(
+            policy=PolicyName.CLASSIFY,
+            code=code,
+            exit_code=exit_code,
+            accepted=allowed,
+            reasons=reasons,
+            policy_values=values,
+            freeze_allowed=allowed,
+            lease_reasons=tuple(lease),
+            replays=len(replays),
+            greens=greens,
+        )
+
+    if not isinstance(data, Mapping):
+        return verdict(ClassifyClass.INCOMPLETE, "report is not a JSON object")
+    if reasons := _incomplete(data):
+        return verdict(ClassifyClass.INCOMPLETE, *reasons)
+    if data["pin_status"] == "mismatch":
+        return verdict(ClassifyClass.FIXTURE, "the fixture pin does not match")
+    if data["property_verdict"] == "fail":
+        return verdict(ClassifyClass.PROPERTY, "the property fails: the code owns the bug")
+    origin = data.get("origin_passed", MISSING)
+    if not is_bool(origin):
+        return verdict(ClassifyClass.INCOMPLETE, "origin result unknown")
+    if origin is True:
+        return verdict(ClassifyClass.INCOMPLETE, "the origin run passed: nothing to classify")
+    replays = data.get("replays", MISSING)
+    if problems := _replay_problems(replays):
+        return verdict(ClassifyClass.INCOMPLETE, *problems)
+    assert isinstance(replays, list)
+    n = data.get("budget", policy.replay_budget)
+    if not is_count(n) or n < policy.replay_budget:  # type: ignore[operator]
+        return verdict(
+            ClassifyClass.INCOMPLETE,
+            f"budget {n!r} is not an integer >= the policy's {policy.replay_budget}",
+        )
+    if len(replays) != n:
+        return verdict(
+            ClassifyClass.INCOMPLETE, f"{len(replays)} replays for a budget of {n}: not filled"
+        )
+    if not any(r["passed"] for r in replays):
+        return verdict(ClassifyClass.STABLE_RED, f"red on all {n} replays", replays=replays)
+    return verdict(ClassifyClass.FLAKE, "at least one green in a full budget", replays=replays)
+
+
+def freeze_allowed(
+    report: ClassifyReport | Mapping[str, object],
+    *,
+    now: dt.datetime,
+    policy: Policy = DEFAULT_POLICY,
+) -> bool:
+    """True only for a ``FLAKE`` with a non-blank owner and an expiry inside the lease window."""
+    return classify(report, now=now, policy=policy).freeze_allowed

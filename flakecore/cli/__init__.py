@@ -1,0 +1,64 @@
+"""The ``flakecore`` command line: parse, call the core, print, exit by the table.
+
+This is the outer layer: it may import adapters and jsonschema (lazily, in
+the verbs that need them); the core never imports it.  Every failure leaves
+as one line on stderr and an exit code from :mod:`flakecore.exits` — never a
+traceback, never 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from flakecore import __version__
+from flakecore.cli import _attempts, _policies
+from flakecore.cli._common import UsageArgumentParser, die, input_exit
+from flakecore.errors import InputError, LimitError, UsageError
+from flakecore.exits import EXIT_DATAERR, EXIT_IOERR, EXIT_NOINPUT, EXIT_SOFTWARE, EXIT_USAGE
+
+__all__ = ["build_parser", "main"]
+
+_VERBS = (_policies, _attempts)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser (used by ``main`` and by the docs)."""
+    parser = UsageArgumentParser(
+        prog="flakecore",
+        description=(
+            "Decide from recorded evidence whether a red test may be frozen as a flake. "
+            "Fails closed: missing, malformed or unknown evidence is a refusal."
+        ),
+        epilog=(
+            "Exit codes: 0 accept; small numbers are policy refusals (see each verb's --help); "
+            "64 usage error, 65 unusable input, 66 missing input file, 70 internal error."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"flakecore {__version__}")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    for module in _VERBS:
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the process exit code."""
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        return int(args.run(args))
+    except UsageError as exc:
+        return die(f"usage: {exc}", EXIT_USAGE)
+    except FileNotFoundError as exc:
+        return die(f"{exc.filename}: no such file", EXIT_NOINPUT)
+    except InputError as exc:
+        return die(str(exc), input_exit(exc))
+    except KeyboardInterrupt:
+        return die("interrupted", 130)
+    except BrokenPipeError:
+        # The reader went away (``| head``): not an accept, and nothing more to say.
+        return EXIT_IOERR
+    except Exception as exc:
+        return die(f"internal error ({type(exc).__name__}): {exc}", EXIT_SOFTWARE)

@@ -1,0 +1,152 @@
+"""Shared CLI plumbing: argument errors, packet input, decision output."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from typing import IO, NoReturn
+
+import attrs
+
+from flakecore.errors import InputError, UsageError
+from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT, EXIT_OK
+from flakecore.jsonio import MAX_DOCUMENT_BYTES, compact_line, load_object
+from flakecore.timeutil import parse_rfc3339
+
+__all__ = [
+    "Packet",
+    "UsageArgumentParser",
+    "atomic_write",
+    "die",
+    "dumps_pretty",
+    "first_failure",
+    "input_exit",
+    "parse_now",
+    "read_packets",
+    "write_json_line",
+]
+
+
+class UsageArgumentParser(argparse.ArgumentParser):
+    """argparse exits 2 on errors, which collides with policy codes; raise instead."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def die(message: str, code: int) -> int:
+    """Print one line on stderr and return ``code`` (for ``return die(...)``)."""
+    flat = " ".join(message.split())
+    print(f"flakecore: {flat}", file=sys.stderr)
+    return code
+
+
+@attrs.frozen
+class Packet:
+    """One packet read from a file or a stdin line; ``error`` set when unusable."""
+
+    source: str
+    data: dict[str, object] | None
+    error: InputError | None = None
+
+    @property
+    def error_exit(self) -> int:
+        """The exit for this packet's input error."""
+        assert self.error is not None
+        return input_exit(self.error)
+
+
+def input_exit(error: InputError) -> int:
+    """66 for a file that is not there or not readable, 65 for one that is unusable."""
+    missing = error.message.startswith(("no such file", "cannot read"))
+    return EXIT_NOINPUT if missing else EXIT_DATAERR
+
+
+def _read_file(path: str) -> Packet:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_DOCUMENT_BYTES + 1)
+    except FileNotFoundError:
+        return Packet(path, None, InputError("no such file", source=path))
+    except IsADirectoryError:
+        return Packet(path, None, InputError("cannot read: is a directory", source=path))
+    except OSError as exc:
+        return Packet(path, None, InputError(f"cannot read: {exc.strerror}", source=path))
+    try:
+        return Packet(path, load_object(data, source=path))
+    except InputError as exc:
+        return Packet(path, None, exc)
+
+
+def _read_stdin(stream: IO[bytes]) -> Iterator[Packet]:
+    number = 0
+    while line := stream.readline(MAX_DOCUMENT_BYTES + 1):
+        number += 1
+        source = f"-:{number}"
+        if not line.endswith(b"\n") and len(line) > MAX_DOCUMENT_BYTES:
+            yield Packet(source, None, InputError("line too long", source="-", line=number))
+            return
+        try:
+            yield Packet(source, load_object(line.rstrip(b"\n"), source="-", line=number))
+        except InputError as exc:
+            yield Packet(source, None, exc)
+    if number == 0:
+        yield Packet("-", None, InputError("no packet on standard input", source="-"))
+
+
+def read_packets(files: Sequence[str]) -> Iterator[Packet]:
+    """Packets from files (one JSON object each) or ``-`` (JSON Lines on stdin), in order.
+
+    An unreadable or invalid packet is yielded with its error, never skipped.
+    """
+    for name in files:
+        if name == "-":
+            yield from _read_stdin(sys.stdin.buffer)
+        else:
+            yield _read_file(name)
+
+
+def write_json_line(record: dict[str, object]) -> None:
+    """One JSON Lines record on stdout."""
+    sys.stdout.buffer.write(compact_line(record))
+    sys.stdout.flush()
+
+
+def first_failure(exits: Sequence[int]) -> int:
+    """A batch exits 0 only if every packet did; else with the first non-zero exit."""
+    return next((code for code in exits if code != EXIT_OK), EXIT_OK)
+
+
+def parse_now(text: str | None) -> dt.datetime:
+    """``--now`` (RFC 3339 with offset) or the clock."""
+    if text is None:
+        return dt.datetime.now(dt.timezone.utc)
+    try:
+        return parse_rfc3339(text)
+    except ValueError as exc:
+        raise UsageError(f"--now: {exc}") from None
+
+
+def atomic_write(path: str, data: bytes) -> None:
+    """Write a file so readers see the old content or the new, never half."""
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def dumps_pretty(record: dict[str, object]) -> bytes:
+    """A record as an indented JSON file body."""
+    return (json.dumps(record, indent=2, ensure_ascii=True, allow_nan=False) + "\n").encode()

@@ -1,0 +1,212 @@
+"""The four policy verbs: ``admit``, ``decide``, ``budget``, ``classify``."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from flakecore.admit import admit
+from flakecore.budget import budget
+from flakecore.classify import ClassifyDecision, classify
+from flakecore.cli._common import (
+    Packet,
+    first_failure,
+    parse_now,
+    read_packets,
+    write_json_line,
+)
+from flakecore.codes import AdmitCode, BudgetCode, ClassifyClass, DecideCode, PolicyName
+from flakecore.decide import decide
+from flakecore.decision import Decision
+from flakecore.errors import UsageError
+
+__all__ = ["register"]
+
+AnyDecision = Decision[Any]
+Judge = Callable[[Mapping[str, object], dt.datetime], AnyDecision]
+
+#: What a packet that cannot be read becomes, per policy (SPEC 7: a refusal, never a skip).
+_UNREADABLE: dict[PolicyName, Any] = {
+    PolicyName.ADMIT: AdmitCode.REJECT_INCOMPLETE,
+    PolicyName.DECIDE: DecideCode.MISSING_FIELD,
+    PolicyName.BUDGET: BudgetCode.INSUFFICIENT_BUDGET,
+    PolicyName.CLASSIFY: ClassifyClass.INCOMPLETE,
+}
+
+_JUDGES: dict[PolicyName, Judge] = {
+    PolicyName.ADMIT: lambda p, _now: admit(p),
+    PolicyName.DECIDE: lambda p, _now: decide(p),
+    PolicyName.BUDGET: lambda p, _now: budget(p),
+    PolicyName.CLASSIFY: lambda p, now: classify(p, now=now),
+}
+
+_HELP = {
+    PolicyName.ADMIT: (
+        "base-commit replay: freeze only if the unmodified base already missed",
+        "exit: 0 ACCEPT_PREEXISTING, 1 REJECT_INCOMPLETE, 2 REJECT_PROPERTY_DRIFT, "
+        "3 REJECT_FIXTURE_EPOCH, 4 REJECT_PATCH_INTRODUCED, 5 REJECT_BUDGET",
+    ),
+    PolicyName.DECIDE: (
+        "clean-runner vote: a second, clean runner must reproduce the flake",
+        "exit: 0 eligible, 2 missing field, 3 evidence disagrees, 4 clean run unavailable",
+    ),
+    PolicyName.BUDGET: (
+        "fixed seed budget: one run per committed seed, five codes",
+        "exit: 0 FLAKE_CANDIDATE, 1 INSUFFICIENT_BUDGET, 2 PROPERTY_MISS, 3 FIXTURE_DRIFT, "
+        "5 STABLE_FAIL, 6 STABLE_PASS",
+    ),
+    PolicyName.CLASSIFY: (
+        "exit class of a failing run, and whether its lease may open",
+        "exit: 1 INCOMPLETE, 2 PROPERTY, 3 FIXTURE, 4 FLAKE with a lease allowed, "
+        "5 STABLE_RED, 6 FLAKE whose lease is refused",
+    ),
+}
+
+_COMMON_EPILOG = (
+    "; 64 usage error, 65 unusable packet, 66 missing file. "
+    "With several packets the exit is that of the first one that did not exit 0."
+)
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the four policy verbs."""
+    for name in PolicyName:
+        summary, exits = _HELP[name]
+        parser = sub.add_parser(
+            name.value,
+            help=summary,
+            description=summary + ". Reads packets from files, or JSON Lines from stdin with '-'.",
+            epilog=exits + _COMMON_EPILOG,
+        )
+        parser.add_argument(
+            "files", nargs="*", metavar="FILE", help="packet files (one JSON object each), or -"
+        )
+        parser.add_argument(
+            "--json", action="store_true", help="print one decision object per packet"
+        )
+        parser.add_argument("--now", metavar="RFC3339", help="evaluation time instead of the clock")
+        if name is PolicyName.CLASSIFY:
+            _add_classify_flags(parser)
+        parser.set_defaults(run=_runner(name))
+
+
+def _add_classify_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "evidence as flags (instead of FILE; a flag left out is missing evidence)"
+    )
+    group.add_argument("--property-verdict", metavar="pass|fail")
+    group.add_argument("--pin-status", metavar="match|mismatch")
+    group.add_argument("--origin-passed", metavar="true|false")
+    group.add_argument(
+        "--replay", metavar="green,red,...", help="replay results in order (green/red)"
+    )
+    group.add_argument("--owner", metavar="ID")
+    group.add_argument("--expires-at", metavar="RFC3339")
+    group.add_argument("--budget", type=int, metavar="N", help="replay budget (default: policy)")
+    group.add_argument("--pinned-sha256", metavar="DIGEST")
+    group.add_argument("--canary", metavar="JOB")
+
+
+_FLAG_FIELDS = (
+    "property_verdict",
+    "pin_status",
+    "origin_passed",
+    "replay",
+    "owner",
+    "expires_at",
+    "budget",
+    "pinned_sha256",
+    "canary",
+)
+_GREEN = {"green": True, "pass": True, "red": False, "fail": False}
+
+
+def _report_from_flags(args: argparse.Namespace) -> dict[str, object]:
+    """The classify report the flags describe; unknown words stay as given (INCOMPLETE)."""
+    report: dict[str, object] = {}
+    for name in ("property_verdict", "pin_status", "owner", "expires_at", "budget", "canary"):
+        value = getattr(args, name)
+        if value is not None:
+            report[name] = value
+    if args.pinned_sha256 is not None:
+        report["pinned_sha256"] = args.pinned_sha256.removeprefix("sha256:")
+    if args.origin_passed is not None:
+        word = args.origin_passed.strip().lower()
+        report["origin_passed"] = {"true": True, "false": False}.get(word, args.origin_passed)
+    if args.replay is not None:
+        tokens = [t.strip().lower() for t in args.replay.split(",")]
+        report["replays"] = [
+            {"attempt_id": f"replay-{i}", "passed": _GREEN.get(t, t)}
+            for i, t in enumerate(tokens, start=1)
+        ]
+    return report
+
+
+def _unreadable(name: PolicyName, packet: Packet) -> dict[str, object]:
+    assert packet.error is not None
+    code = _UNREADABLE[name]
+    return {
+        "format": "flakecore.decision",
+        "format_version": "1.0",
+        "policy": name.value,
+        "code": code.value,
+        "exit": packet.error_exit,
+        "accepted": False,
+        "reasons": [str(packet.error)],
+        "policy_values": {},
+        "input": packet.source,
+        "error": str(packet.error),
+    }
+
+
+def _text(decision: AnyDecision, source: str) -> str:
+    reasons = "; ".join(decision.reasons)
+    if isinstance(decision, ClassifyDecision):
+        line = decision.summary_line()
+        if decision.lease_reasons:
+            reasons += " (lease: " + "; ".join(decision.lease_reasons) + ")"
+    else:
+        line = f"exit={decision.exit_code} {decision.policy.value}={decision.code.value}"
+    return f"{source}: {line} -- {reasons}" if source else f"{line} -- {reasons}"
+
+
+def _runner(name: PolicyName) -> Callable[[argparse.Namespace], int]:
+    judge = _JUDGES[name]
+
+    def run(args: argparse.Namespace) -> int:
+        now = parse_now(args.now)
+        if name is PolicyName.CLASSIFY:
+            flags_given = any(getattr(args, f, None) is not None for f in _FLAG_FIELDS)
+            if flags_given and args.files:
+                raise UsageError("classify takes evidence as FILE or as flags, not both")
+            if not args.files:
+                packets = [Packet("", _report_from_flags(args))]
+            else:
+                packets = list(read_packets(args.files))
+        elif not args.files:
+            raise UsageError(f"{name.value}: give packet files, or - for JSON Lines on stdin")
+        else:
+            packets = read_packets(args.files)  # type: ignore[assignment]
+        exits: list[int] = []
+        for packet in packets:
+            if packet.data is None:
+                record = _unreadable(name, packet)
+                exits.append(int(record["exit"]))  # type: ignore[call-overload]
+                if args.json:
+                    write_json_line(record)
+                else:
+                    print(
+                        f"{packet.source}: exit={record['exit']} unusable input -- {packet.error}"
+                    )
+                continue
+            decision = judge(packet.data, now)
+            exits.append(decision.exit_code)
+            if args.json:
+                write_json_line({**decision.to_json(), "input": packet.source or "flags"})
+            else:
+                print(_text(decision, packet.source), flush=True)
+        return first_failure(exits)
+
+    return run

@@ -1,0 +1,130 @@
+"""Closed sets of wire strings: outcomes, results and every policy's codes.
+
+Each enum's *values* are the exact strings of SPEC.md; they are what JSON
+records and other languages see.  Anything not in these sets is unknown, and
+an unknown code is a refusal.
+"""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = [
+    "AdmitCode",
+    "AttemptFlag",
+    "AttemptResult",
+    "BudgetCode",
+    "ClassifyClass",
+    "DecideCode",
+    "FailureClass",
+    "LogStatus",
+    "Outcome",
+    "PolicyName",
+]
+
+
+class PolicyName(str, enum.Enum):
+    """The four admission policies."""
+
+    ADMIT = "admit"  # base-commit replay (SPEC 3.1)
+    DECIDE = "decide"  # clean-runner vote (SPEC 3.2)
+    BUDGET = "budget"  # fixed seed budget (SPEC 3.3)
+    CLASSIFY = "classify"  # exit classes and the lease (SPEC 3.4)
+
+
+class Outcome(str, enum.Enum):
+    """Outcome of one execution of one test, as adapters report it."""
+
+    PASS = "pass"  # the test ran and passed
+    FAIL = "fail"  # the test's own assertion failed: the only miss
+    ERROR = "error"  # setup/teardown/collection/import error, hook failure, crash
+    SKIP = "skip"  # skipped, xfail, disabled, failing TODO
+    TIMEOUT = "timeout"  # killed for exceeding its time limit
+
+
+class AttemptFlag(str, enum.Enum):
+    """Why an adapter's attempt record cannot be taken at face value.
+
+    Evidence carrying any flag cannot open a freeze: it is incomplete.
+    """
+
+    CONFLICTING_DUPLICATE = "conflicting-duplicate"  # one id, separate elements, different outcomes
+    UNEXPECTED_PASS = "unexpected-pass"  # an expected failure passed (xpass, passing TODO)
+    BAILED_OUT = "bailed-out"  # recorded after the run announced it gave up (TAP Bail out!)
+
+
+class AttemptResult(str, enum.Enum):
+    """``result`` of one attempt-log line (SPEC 2)."""
+
+    PASS = "pass"  # attempt passed
+    MISS = "miss"  # the assertion failed
+    ERROR = "error"  # started, but errored before a verdict
+    SKIP = "skip"  # started, skipped
+    TIMEOUT = "timeout"  # started, killed at its time limit
+
+    @classmethod
+    def from_outcome(cls, outcome: Outcome) -> AttemptResult:
+        """Map an adapter outcome to a log result (``fail`` is a ``miss``)."""
+        return cls.MISS if outcome is Outcome.FAIL else cls(outcome.value)
+
+
+class LogStatus(str, enum.Enum):
+    """Status of a reduced attempt log."""
+
+    COMPLETE = "COMPLETE"  # every line checked, counts are exact
+    INCOMPLETE = "INCOMPLETE"  # refused: counts must not be used
+
+
+class AdmitCode(str, enum.Enum):
+    """Codes of ``admit`` (SPEC 3.1)."""
+
+    ACCEPT_PREEXISTING = "ACCEPT_PREEXISTING"  # base already missed: freeze allowed
+    REJECT_INCOMPLETE = "REJECT_INCOMPLETE"  # evidence missing or malformed
+    REJECT_BUDGET = "REJECT_BUDGET"  # attempts outside 1..cap, or no miss at all
+    REJECT_PROPERTY_DRIFT = "REJECT_PROPERTY_DRIFT"  # property source differs
+    REJECT_FIXTURE_EPOCH = "REJECT_FIXTURE_EPOCH"  # epochs disagree with the claim
+    REJECT_PATCH_INTRODUCED = "REJECT_PATCH_INTRODUCED"  # only the patch misses
+
+
+class DecideCode(str, enum.Enum):
+    """Codes of ``decide`` (SPEC 3.2): one per row of its table."""
+
+    ELIGIBLE = "ELIGIBLE"  # a distinct clean runner reproduced the flake
+    MISSING_FIELD = "MISSING_FIELD"  # identity field absent/blank, or a field malformed
+    CLEAN_RUN_UNAVAILABLE = "CLEAN_RUN_UNAVAILABLE"  # no completed clean run echoing its inputs
+    NOT_DISTINCT_RUNNER = "NOT_DISTINCT_RUNNER"  # local and clean runner are the same
+    NOT_FLAKE_SHAPED = "NOT_FLAKE_SHAPED"  # deterministic/environment: fix or revert
+    CLASS_MISMATCH = "CLASS_MISMATCH"  # clean run classed differently (or passed)
+    FIXTURE_DRIFT = "FIXTURE_DRIFT"  # clean run loaded another fixture
+    INPUT_DRIFT = "INPUT_DRIFT"  # clean run replayed another input
+    PROPERTY_OWNS_BUG = "PROPERTY_OWNS_BUG"  # the property cohort did not pass
+
+
+class BudgetCode(str, enum.Enum):
+    """Codes of ``budget`` (SPEC 3.3); ``INSUFFICIENT_BUDGET`` is a process error."""
+
+    FIXTURE_DRIFT = "FIXTURE_DRIFT"  # parent and head fixture digests differ
+    PROPERTY_MISS = "PROPERTY_MISS"  # the property fails on the parent fixture
+    STABLE_FAIL = "STABLE_FAIL"  # 0 of N seeds passed
+    STABLE_PASS = "STABLE_PASS"  # N of N passed: delete any freeze row
+    FLAKE_CANDIDATE = "FLAKE_CANDIDATE"  # 1..N-1 passed: one ledger row
+    INSUFFICIENT_BUDGET = "INSUFFICIENT_BUDGET"  # evidence unusable: ledger untouched
+
+
+class ClassifyClass(str, enum.Enum):
+    """Exit classes of ``classify`` (SPEC 3.4)."""
+
+    INCOMPLETE = "INCOMPLETE"  # verdict/pin missing, budget not filled, origin unknown
+    FIXTURE = "FIXTURE"  # the fixture pin does not match
+    PROPERTY = "PROPERTY"  # the property fails: the code owns the bug
+    STABLE_RED = "STABLE_RED"  # red on every replay
+    FLAKE = "FLAKE"  # at least one green in a full budget
+
+
+class FailureClass(str, enum.Enum):
+    """Failure classes of a run in a ``decide`` packet (closed set)."""
+
+    FLAKE_SHAPED = "flake_shaped"  # nondeterministic failure on a minimized input
+    DETERMINISTIC = "deterministic"  # fails every time: fix or revert
+    ENVIRONMENT = "environment"  # the environment, not the code, failed
+    PASS = "pass"  # the clean run did not fail

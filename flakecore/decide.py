@@ -1,0 +1,101 @@
+"""``decide``: a second, clean runner must reproduce the flake (SPEC 3.2)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from flakecore._fields import MISSING, format_problem, is_bool, is_nonblank, unknown_keys
+from flakecore.codes import DecideCode, FailureClass, PolicyName
+from flakecore.decision import Decision
+from flakecore.exits import DECIDE_EXIT
+from flakecore.identity import same_runner
+from flakecore.policy import DEFAULT_POLICY, Policy
+from flakecore.records import DECIDE_FIELDS, DECIDE_IDENTITY_FIELDS, DecidePacket
+
+__all__ = ["DecideDecision", "decide"]
+
+DecideDecision = Decision[DecideCode]
+
+_CLASSES = frozenset(c.value for c in FailureClass)
+_BOOLS = ("property_cohort_passed", "clean_run_completed")
+_ECHOES = ("clean_fixture_hash", "clean_input_hash")
+
+
+def _malformed(packet: Mapping[str, object]) -> list[str]:
+    """Present-but-wrong fields: incomplete evidence, refused like a missing field."""
+    reasons: list[str] = []
+    if (problem := format_problem(packet, "decide-packet")) is not None:
+        reasons.append(problem)
+    reasons += [f"unknown field {k!r}" for k in unknown_keys(packet, DECIDE_FIELDS)]
+    for name in DECIDE_IDENTITY_FIELDS:
+        if not is_nonblank(packet.get(name, MISSING)):
+            reasons.append(f"{name} is missing or blank")
+    for name in ("local_class", "clean_class"):
+        value = packet.get(name, MISSING)
+        if value is not MISSING and value not in _CLASSES:
+            reasons.append(f"{name} {value!r} is not one of {sorted(_CLASSES)}")
+    for name in _BOOLS:
+        value = packet.get(name, MISSING)
+        if value is not MISSING and not is_bool(value):
+            reasons.append(f"{name} must be a JSON boolean")
+    for name in _ECHOES:
+        value = packet.get(name, MISSING)
+        if value is not MISSING and not isinstance(value, str):
+            reasons.append(f"{name} must be a string")
+    return reasons
+
+
+def decide(
+    packet: DecidePacket | Mapping[str, object], *, policy: Policy = DEFAULT_POLICY
+) -> DecideDecision:
+    """Judge a clean-runner packet; eligible only if every row of SPEC 3.2 holds.
+
+    A packet expires with its ``patch_hash`` and ``oracle_version``: callers
+    match those against the current patch before trusting an old decision.
+    """
+    data = packet.to_json() if isinstance(packet, DecidePacket) else packet
+
+    def verdict(code: DecideCode, *reasons: str) -> DecideDecision:
+        return Decision(
+            policy=PolicyName.DECIDE,
+            code=code,
+            exit_code=DECIDE_EXIT[code],
+            accepted=code is DecideCode.ELIGIBLE,
+            reasons=reasons,
+            policy_values=policy.values(),
+        )
+
+    if not isinstance(data, Mapping):
+        return verdict(DecideCode.MISSING_FIELD, "packet is not a JSON object")
+    if reasons := _malformed(data):
+        return verdict(DecideCode.MISSING_FIELD, *reasons)
+    if data.get("clean_run_completed", MISSING) is not True:
+        return verdict(DecideCode.CLEAN_RUN_UNAVAILABLE, "the clean run did not complete")
+    for name in _ECHOES:
+        if not is_nonblank(data.get(name, MISSING)):
+            return verdict(DecideCode.CLEAN_RUN_UNAVAILABLE, f"the clean run did not echo {name}")
+    local_runner, clean_runner = data["local_runner_id"], data["clean_runner_id"]
+    assert isinstance(local_runner, str) and isinstance(clean_runner, str)
+    if same_runner(local_runner, clean_runner):
+        return verdict(DecideCode.NOT_DISTINCT_RUNNER, "local and clean runner are the same")
+    local_class = data.get("local_class", MISSING)
+    if local_class != FailureClass.FLAKE_SHAPED.value:
+        return verdict(
+            DecideCode.NOT_FLAKE_SHAPED,
+            f"local class is {local_class!r}: fix or revert, do not freeze",
+        )
+    clean_class = data.get("clean_class", MISSING)
+    if clean_class != local_class:
+        why = (
+            "clean run passed: an environment miss"
+            if clean_class == FailureClass.PASS.value
+            else f"clean class {clean_class!r}: unstable signature"
+        )
+        return verdict(DecideCode.CLASS_MISMATCH, why)
+    if data["clean_fixture_hash"] != data["fixture_hash"]:
+        return verdict(DecideCode.FIXTURE_DRIFT, "clean run loaded another fixture")
+    if data["clean_input_hash"] != data["minimized_input_hash"]:
+        return verdict(DecideCode.INPUT_DRIFT, "clean run replayed another input")
+    if data.get("property_cohort_passed", MISSING) is not True:
+        return verdict(DecideCode.PROPERTY_OWNS_BUG, "property cohort did not pass")
+    return verdict(DecideCode.ELIGIBLE, "a distinct clean runner reproduced the flake")

@@ -1,0 +1,65 @@
+"""Exceptions for input that cannot be used at all.
+
+Verdicts are values, never exceptions: a policy that refuses returns a
+decision.  These types exist only for input flakecore cannot read (a file that
+is not JSON, a report that is not XML, a log over the size limit).  Every one
+carries where the problem is, so the CLI can print one line that names the
+file and the position.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "FlakecoreError",
+    "InputError",
+    "LimitError",
+    "UsageError",
+]
+
+
+class FlakecoreError(Exception):
+    """Root of every exception flakecore raises on purpose."""
+
+
+class InputError(FlakecoreError, ValueError):
+    """Input that cannot be used: malformed, truncated, hostile or unsupported.
+
+    ``source`` names the file (or ``-`` / ``-:LINE`` for standard input),
+    ``line`` and ``column`` are 1-based when known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str = "<input>",
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
+        self.message = message
+        self.source = source
+        self.line = line
+        self.column = column
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = self.source
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        return f"{where}: {_one_line(self.message)}"
+
+
+class LimitError(InputError):
+    """Input larger or deeper than a hard limit; refused without reading it all."""
+
+
+class UsageError(FlakecoreError, ValueError):
+    """A caller asked for something that makes no sense (bad flag, bad policy value)."""
+
+
+def _one_line(text: str) -> str:
+    """Keep hostile input from forging extra output lines."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= 300 else flat[:297] + "..."

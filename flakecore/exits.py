@@ -1,0 +1,101 @@
+"""The one exit-code table (SPEC 4).
+
+CI scripts branch on these numbers; other tools call this module rather than
+copying the table.  Policy refusals use small numbers; input and usage
+problems use the sysexits range (64-78), which no policy uses, so "the
+evidence said no" is never confused with "the evidence could not be read".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from flakecore.codes import AdmitCode, BudgetCode, ClassifyClass, DecideCode, LogStatus
+
+__all__ = [
+    "ADMIT_EXIT",
+    "ATTEMPTS_EXIT",
+    "BUDGET_EXIT",
+    "CLASSIFY_EXIT",
+    "CLASSIFY_FLAKE_LEASE_REFUSED",
+    "DECIDE_EXIT",
+    "EXIT_CANTCREAT",
+    "EXIT_DATAERR",
+    "EXIT_IOERR",
+    "EXIT_NOINPUT",
+    "EXIT_OK",
+    "EXIT_SOFTWARE",
+    "EXIT_USAGE",
+    "INPUT_EXITS",
+]
+
+EXIT_OK = 0
+#: Bad command line (unknown verb or flag, missing argument).
+EXIT_USAGE = 64
+#: Input read but unusable: not JSON/XML/TAP, malformed, hostile, over a limit.
+EXIT_DATAERR = 65
+#: Input file missing or unreadable.
+EXIT_NOINPUT = 66
+#: A bug in flakecore; still a refusal, never an accept.
+EXIT_SOFTWARE = 70
+#: An output file could not be created.
+EXIT_CANTCREAT = 73
+#: An I/O error while reading or writing.
+EXIT_IOERR = 74
+
+#: Exits that mean "could not use the input", as opposed to a policy verdict.
+INPUT_EXITS = frozenset({EXIT_USAGE, EXIT_DATAERR, EXIT_NOINPUT, EXIT_IOERR, EXIT_CANTCREAT})
+
+ADMIT_EXIT: Mapping[AdmitCode, int] = MappingProxyType(
+    {
+        AdmitCode.ACCEPT_PREEXISTING: 0,
+        AdmitCode.REJECT_INCOMPLETE: 1,
+        AdmitCode.REJECT_PROPERTY_DRIFT: 2,
+        AdmitCode.REJECT_FIXTURE_EPOCH: 3,
+        AdmitCode.REJECT_PATCH_INTRODUCED: 4,
+        AdmitCode.REJECT_BUDGET: 5,
+    }
+)
+
+DECIDE_EXIT: Mapping[DecideCode, int] = MappingProxyType(
+    {
+        DecideCode.ELIGIBLE: 0,
+        DecideCode.MISSING_FIELD: 2,
+        DecideCode.CLEAN_RUN_UNAVAILABLE: 4,
+        DecideCode.NOT_DISTINCT_RUNNER: 4,
+        DecideCode.NOT_FLAKE_SHAPED: 3,
+        DecideCode.CLASS_MISMATCH: 3,
+        DecideCode.FIXTURE_DRIFT: 3,
+        DecideCode.INPUT_DRIFT: 3,
+        DecideCode.PROPERTY_OWNS_BUG: 3,
+    }
+)
+
+BUDGET_EXIT: Mapping[BudgetCode, int] = MappingProxyType(
+    {
+        BudgetCode.FLAKE_CANDIDATE: 0,
+        BudgetCode.INSUFFICIENT_BUDGET: 1,
+        BudgetCode.PROPERTY_MISS: 2,
+        BudgetCode.FIXTURE_DRIFT: 3,
+        BudgetCode.STABLE_FAIL: 5,
+        BudgetCode.STABLE_PASS: 6,
+    }
+)
+
+#: ``classify`` exits by class; ``FLAKE`` exits 4 only when the lease may open.
+CLASSIFY_EXIT: Mapping[ClassifyClass, int] = MappingProxyType(
+    {
+        ClassifyClass.INCOMPLETE: 1,
+        ClassifyClass.PROPERTY: 2,
+        ClassifyClass.FIXTURE: 3,
+        ClassifyClass.FLAKE: 4,
+        ClassifyClass.STABLE_RED: 5,
+    }
+)
+#: A ``FLAKE`` whose lease is refused (blank owner, bad or out-of-window expiry).
+CLASSIFY_FLAKE_LEASE_REFUSED = 6
+
+ATTEMPTS_EXIT: Mapping[LogStatus, int] = MappingProxyType(
+    {LogStatus.COMPLETE: 0, LogStatus.INCOMPLETE: 1}
+)

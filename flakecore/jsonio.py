@@ -1,0 +1,185 @@
+"""Strict JSON in, canonical JSON out.
+
+Every packet, record and log line that flakecore reads passes through
+:func:`loads_strict`.  Python's ``json`` module is lenient where a gate must
+not be: it keeps the *last* of two duplicate keys (so a packet can carry
+``"base_misses": 0`` for a schema validator and ``"base_misses": 3`` for us),
+accepts ``NaN``, and lets lone surrogates through.  Here each of those is an
+:class:`~flakecore.errors.InputError` naming the source and position.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from flakecore.errors import InputError, LimitError
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_DOCUMENT_BYTES",
+    "canonical_bytes",
+    "compact_line",
+    "load_object",
+    "loads_strict",
+]
+
+#: Packets and records are small; anything bigger is refused unread.
+MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
+#: Nesting deeper than this is refused before Python's recursion limit is near.
+MAX_DEPTH = 64
+
+
+class _Refused(ValueError):
+    """Raised inside the decoder hooks; turned into an InputError with a position."""
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _Refused(f"duplicate key {key!r}")
+        seen[key] = value
+    return seen
+
+
+def _constant(name: str) -> float:
+    raise _Refused(f"{name} is not valid JSON")
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Refused(f"number {text[:40]} is out of range")
+    return value
+
+
+def _int(text: str) -> int:
+    if len(text) > 40:
+        raise _Refused(f"integer with {len(text)} digits is out of range")
+    return int(text)
+
+
+def _depth_ok(text: str) -> bool:
+    """Cheap bound on nesting so the recursive decoder never recurses deep."""
+    depth = 0
+    in_string = False
+    escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return False
+        elif ch in "]}":
+            depth -= 1
+    return True
+
+
+def _walk_strings(value: object) -> Iterator[str]:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def loads_strict(data: bytes, *, source: str = "<input>", line: int | None = None) -> object:
+    """Decode one JSON document strictly.
+
+    Refuses: invalid UTF-8, a byte-order mark, duplicate keys, NaN/Infinity,
+    numbers outside the float range, integers over 40 digits, lone
+    surrogates, nesting deeper than :data:`MAX_DEPTH`, trailing garbage.
+    ``line`` (1-based) is the line of ``data`` within a larger file, for
+    JSON Lines input.
+    """
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise LimitError(f"document larger than {MAX_DOCUMENT_BYTES} bytes", source=source)
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise InputError("byte-order mark before JSON", source=source, line=line or 1)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"invalid UTF-8 at byte {exc.start}", source=source, line=line or None
+        ) from None
+    if not _depth_ok(text):
+        raise LimitError(f"JSON nested deeper than {MAX_DEPTH}", source=source, line=line)
+    try:
+        value = json.loads(
+            text,
+            object_pairs_hook=_pairs,
+            parse_constant=_constant,
+            parse_float=_float,
+            parse_int=_int,
+        )
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"invalid JSON: {exc.msg}",
+            source=source,
+            line=exc.lineno if line is None else line,
+            column=exc.colno,
+        ) from None
+    except (_Refused, ValueError, RecursionError) as exc:
+        raise InputError(f"invalid JSON: {exc}", source=source, line=line) from None
+    for string in _walk_strings(value):
+        try:
+            string.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InputError(
+                "invalid JSON: lone surrogate in a string", source=source, line=line
+            ) from None
+    return value
+
+
+def load_object(data: bytes, *, source: str = "<input>", line: int | None = None) -> dict[str, Any]:
+    """:func:`loads_strict`, and the top level must be a JSON object."""
+    value = loads_strict(data, source=source, line=line)
+    if not isinstance(value, dict):
+        raise InputError(
+            f"expected a JSON object, got {_json_type(value)}", source=source, line=line
+        )
+    return value
+
+
+def canonical_bytes(value: object) -> bytes:
+    """Canonical encoding (SPEC 2): sorted keys, compact, ASCII-only, no NaN."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+    ).encode("ascii")
+
+
+def compact_line(value: Mapping[str, object]) -> bytes:
+    """One JSON Lines record: compact, key order kept, ASCII-only, newline-terminated."""
+    return (
+        json.dumps(value, separators=(",", ":"), ensure_ascii=True, allow_nan=False) + "\n"
+    ).encode("ascii")
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"

@@ -1,0 +1,63 @@
+"""The one place that holds every policy number.
+
+These are repository policy, not tuned results (SPEC 3): every decision
+records the values it used, so a changed number is visible in the output.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import attrs
+
+from flakecore.errors import UsageError
+
+__all__ = ["DEFAULT_POLICY", "DEFAULT_SEEDS", "Policy"]
+
+#: Seed list committed before a seed-budget run (SPEC 3.3).
+DEFAULT_SEEDS: tuple[int, ...] = (11, 23, 47, 71, 97, 131, 173, 211)
+
+
+def _positive(_: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UsageError(f"policy {attribute.name} must be a positive integer, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class Policy:
+    """Policy numbers with SPEC's defaults.
+
+    Raising ``attempt_cap`` to "farm a miss" is exactly what SPEC forbids;
+    raise ``min_base_misses`` on a noisy suite instead.
+    """
+
+    attempt_cap: int = attrs.field(default=5, validator=_positive)
+    """``admit``: most base replays counted (``ATTEMPT_CAP``)."""
+    min_base_misses: int = attrs.field(default=1, validator=_positive)
+    """``admit``: base misses needed for ``ACCEPT_PREEXISTING`` (``MIN_BASE_MISSES``)."""
+    min_seed_budget: int = attrs.field(default=8, validator=_positive)
+    """``budget``: fewest committed seeds a run may use."""
+    default_seeds: tuple[int, ...] = DEFAULT_SEEDS
+    """``budget``: the seed list used when a run names none."""
+    replay_budget: int = attrs.field(default=5, validator=_positive)
+    """``classify``: replays a lease needs."""
+    max_lease_days: int = attrs.field(default=14, validator=_positive)
+    """``classify`` and ledger rows: longest lease / row lifetime."""
+    max_log_lines: int = attrs.field(default=10_000, validator=_positive)
+    """Attempt logs longer than this are refused unread."""
+
+    @property
+    def max_lease(self) -> dt.timedelta:
+        """Longest time a lease or ledger row may stay open."""
+        return dt.timedelta(days=self.max_lease_days)
+
+    def values(self, *names: str) -> dict[str, object]:
+        """The named policy values as JSON-ready data, for decision records."""
+        out: dict[str, object] = {}
+        for name in names:
+            value = getattr(self, name)
+            out[name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+DEFAULT_POLICY = Policy()

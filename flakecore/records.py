@@ -1,0 +1,194 @@
+"""Typed evidence records, one per packet kind of SPEC 6.
+
+They are conveniences for Python callers: every policy also takes the plain
+JSON mapping, and a record is judged by converting it back to that mapping,
+so both paths meet the same strict checks (a record built with a wrong type
+at run time is refused, not trusted because it came from Python).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+__all__ = [
+    "ADMIT_FIELDS",
+    "BUDGET_FIELDS",
+    "CLASSIFY_FIELDS",
+    "DECIDE_FIELDS",
+    "DECIDE_IDENTITY_FIELDS",
+    "AdmitEvidence",
+    "BudgetPacket",
+    "ClassifyReport",
+    "DecidePacket",
+    "Replay",
+    "Seed",
+]
+
+#: A seed is a JSON string or integer; ``1234`` and ``"1234"`` differ.
+Seed = int | str
+
+ADMIT_FIELDS = (
+    "base_misses",
+    "base_attempts",
+    "patch_misses",
+    "property_sha256",
+    "base_property_sha256",
+    "fixture_epoch",
+    "base_fixture_epoch",
+    "claimed_epoch",
+    "property_id",
+    "seed",
+    "base_sha",
+)
+DECIDE_IDENTITY_FIELDS = (
+    "test_id",
+    "patch_hash",
+    "fixture_hash",
+    "minimized_input_hash",
+    "oracle_version",
+    "local_runner_id",
+    "clean_runner_id",
+)
+DECIDE_FIELDS = (
+    *DECIDE_IDENTITY_FIELDS,
+    "local_class",
+    "clean_class",
+    "clean_fixture_hash",
+    "clean_input_hash",
+    "property_cohort_passed",
+    "clean_run_completed",
+)
+BUDGET_FIELDS = (
+    "test_id",
+    "parent_digest",
+    "head_digest",
+    "property_holds",
+    "seeds",
+    "passes",
+    "budget",
+    "opened_against",
+)
+CLASSIFY_FIELDS = (
+    "property_verdict",
+    "pin_status",
+    "origin_passed",
+    "replays",
+    "owner",
+    "expires_at",
+    "budget",
+    "pinned_sha256",
+    "canary",
+)
+
+
+def _wire(record: attrs.AttrsInstance, kind: str) -> dict[str, object]:
+    data: dict[str, object] = {"format": f"flakecore.{kind}", "format_version": "1.0"}
+    for key, value in attrs.asdict(record, recurse=True, retain_collection_types=False).items():
+        if value is not None:
+            data[key] = value
+    return data
+
+
+@attrs.frozen(kw_only=True)
+class AdmitEvidence:
+    """Base-replay evidence for :func:`flakecore.admit` (SPEC 3.1)."""
+
+    base_misses: int
+    base_attempts: int
+    patch_misses: int
+    property_sha256: str
+    base_property_sha256: str
+    fixture_epoch: str
+    base_fixture_epoch: str
+    claimed_epoch: str
+    property_id: str | None = None
+    seed: Seed | None = None
+    base_sha: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """The wire packet (schemas/admit-packet.v1.json)."""
+        return _wire(self, "admit-packet")
+
+
+@attrs.frozen(kw_only=True)
+class DecidePacket:
+    """Clean-runner vote packet for :func:`flakecore.decide` (SPEC 3.2)."""
+
+    test_id: str
+    patch_hash: str
+    fixture_hash: str
+    minimized_input_hash: str
+    oracle_version: str
+    local_runner_id: str
+    clean_runner_id: str
+    local_class: str
+    clean_class: str
+    clean_fixture_hash: str
+    clean_input_hash: str
+    property_cohort_passed: bool
+    clean_run_completed: bool
+
+    def to_json(self) -> dict[str, object]:
+        """The wire packet (schemas/decide-packet.v1.json)."""
+        return _wire(self, "decide-packet")
+
+
+@attrs.frozen(kw_only=True)
+class BudgetPacket:
+    """Seed-budget observation for :func:`flakecore.budget` (SPEC 3.3).
+
+    ``property_holds`` is None when the property was not scored, ``passes``
+    None when the seed runs never started.
+    """
+
+    test_id: str
+    parent_digest: str
+    head_digest: str
+    property_holds: bool | None
+    seeds: tuple[Seed, ...]
+    passes: int | None
+    budget: int
+    opened_against: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """The wire packet (schemas/budget-packet.v1.json)."""
+        data = _wire(self, "budget-packet")
+        data["property_holds"] = self.property_holds
+        data["passes"] = self.passes
+        return data
+
+
+@attrs.frozen(kw_only=True)
+class Replay:
+    """One replay of a failing test: green (``passed``) or red."""
+
+    attempt_id: str
+    passed: bool
+    exit_code: int | None = None
+    duration_s: float | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ClassifyReport:
+    """Evidence for :func:`flakecore.classify` (SPEC 3.4).
+
+    ``budget`` defaults to the policy's replay budget; ``pinned_sha256`` and
+    ``canary`` are carried into the lease.
+    """
+
+    property_verdict: str | None
+    pin_status: str | None
+    origin_passed: bool | None
+    replays: tuple[Replay, ...] | None
+    owner: str | None = None
+    expires_at: str | None = None
+    budget: int | None = None
+    pinned_sha256: str | None = None
+    canary: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """The wire report (schemas/classify-report.v1.json); None fields are left out."""
+        data = _wire(self, "classify-report")
+        if self.replays is not None:
+            data["replays"] = [dict(attrs.asdict(r).items()) for r in self.replays]
+        return data

@@ -1,0 +1,55 @@
+"""RFC 3339 timestamps, strictly.
+
+``datetime.fromisoformat`` accepts naive times and (on 3.11+) many ISO forms
+that other languages' parsers do not.  A lease expiry must mean the same
+thing to every runner, so only RFC 3339 with an explicit offset is accepted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+__all__ = ["format_rfc3339", "parse_rfc3339"]
+
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?"
+    r"(?:([Zz])|([+-])(\d{2}):(\d{2}))"
+)
+_NAIVE = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?")
+
+
+def parse_rfc3339(text: str) -> dt.datetime:
+    """Parse an RFC 3339 timestamp with offset; raise ``ValueError`` otherwise.
+
+    A naive timestamp (no offset) gets its own message: SPEC calls it
+    incomplete evidence, not a time in some guessed zone.
+    """
+    if not isinstance(text, str):
+        raise ValueError("timestamp must be a string")
+    m = _RFC3339.fullmatch(text)
+    if m is None:
+        if _NAIVE.fullmatch(text):
+            raise ValueError(f"naive timestamp {text!r} has no UTC offset")
+        raise ValueError(f"{text[:64]!r} is not an RFC 3339 timestamp")
+    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
+    frac = m.group(7)
+    micro = int((frac[1:] + "000000")[:6]) if frac else 0
+    if m.group(8):
+        tz = dt.timezone.utc
+    else:
+        sign = -1 if m.group(9) == "-" else 1
+        hours, minutes = int(m.group(10)), int(m.group(11))
+        if hours > 23 or minutes > 59:
+            raise ValueError(f"offset out of range in {text!r}")
+        tz = dt.timezone(sign * dt.timedelta(hours=hours, minutes=minutes))
+    if second == 60:  # leap second: RFC 3339 allows it, datetime does not
+        second = 59
+    return dt.datetime(year, month, day, hour, minute, second, micro, tzinfo=tz)
+
+
+def format_rfc3339(when: dt.datetime) -> str:
+    """Format an aware datetime as RFC 3339 in UTC with a ``Z`` suffix."""
+    if when.tzinfo is None or when.utcoffset() is None:
+        raise ValueError("naive datetime")
+    return when.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
