@@ -9,14 +9,13 @@ traceback, never 0.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 
 from flakecore import __version__
 from flakecore.cli import _attempts, _policies
 from flakecore.cli._common import UsageArgumentParser, die, input_exit
-from flakecore.errors import InputError, LimitError, UsageError
-from flakecore.exits import EXIT_DATAERR, EXIT_IOERR, EXIT_NOINPUT, EXIT_SOFTWARE, EXIT_USAGE
+from flakecore.errors import InputError, UsageError
+from flakecore.exits import EXIT_IOERR, EXIT_NOINPUT, EXIT_SOFTWARE, EXIT_USAGE
 
 __all__ = ["build_parser", "main"]
 

@@ -12,6 +12,7 @@ from flakecore.budget import budget
 from flakecore.classify import ClassifyDecision, classify
 from flakecore.cli._common import (
     Packet,
+    die,
     first_failure,
     parse_now,
     read_packets,
@@ -193,13 +194,11 @@ def _runner(name: PolicyName) -> Callable[[argparse.Namespace], int]:
         for packet in packets:
             if packet.data is None:
                 record = _unreadable(name, packet)
-                exits.append(int(record["exit"]))  # type: ignore[call-overload]
+                exits.append(packet.error_exit)
                 if args.json:
                     write_json_line(record)
                 else:
-                    print(
-                        f"{packet.source}: exit={record['exit']} unusable input -- {packet.error}"
-                    )
+                    die(str(packet.error), packet.error_exit)
                 continue
             decision = judge(packet.data, now)
             exits.append(decision.exit_code)
