@@ -1,0 +1,81 @@
+"""Sessions for flakecore: ``nox -l`` lists them, ``nox`` runs the default set.
+
+Tests run against an installed *wheel*, never the source tree, so a wheel
+that is missing its schemas or its adapters package fails here first.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import tempfile
+
+import nox
+
+nox.options.sessions = ["lint", "typing", "tests", "schemas"]
+nox.options.reuse_existing_virtualenvs = False
+nox.options.error_on_missing_interpreters = True
+
+TEST_DEPS = ["pytest>=8", "hypothesis>=6.100"]
+LINT_DEPS = ["ruff>=0.6"]
+
+
+def install_wheel(session: nox.Session, extras: str = "all") -> str:
+    """Build the wheel from this checkout and install it (with ``extras``)."""
+    out = tempfile.mkdtemp(prefix="flakecore-wheel-")
+    session.run("python", "-m", "pip", "wheel", "--no-deps", "-q", "-w", out, ".")
+    wheels = glob.glob(os.path.join(out, "flakecore-*.whl"))
+    if len(wheels) != 1:
+        session.error(f"expected one wheel, found {wheels}")
+    session.install(f"{wheels[0]}[{extras}]" if extras else wheels[0])
+    return wheels[0]
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Run the test suite against the installed wheel (slow/fuzz tests excluded)."""
+    install_wheel(session)
+    session.install(*TEST_DEPS, "build")
+    args = session.posargs or ["-m", "not slow", "-p", "no:cacheprovider"]
+    session.run("pytest", *args)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff lint and format check."""
+    session.install(*LINT_DEPS)
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def typing(session: nox.Session) -> None:
+    """mypy --strict over the package, the adapters, the tests and this file."""
+    session.install("mypy>=1.10", "nox", *TEST_DEPS, ".[all]")
+    session.run("mypy")
+
+
+@nox.session
+def schemas(session: nox.Session) -> None:
+    """Schemas: metaschema check, the shared vectors in Python and Node (Ajv), the examples."""
+    install_wheel(session)
+    session.install(*TEST_DEPS, "check-jsonschema>=0.28")
+    session.run(
+        "check-jsonschema",
+        "--check-metaschema",
+        *sorted(glob.glob("schemas/*.v1.json")),
+    )
+    session.run("pytest", "-p", "no:cacheprovider", "tests/schemas")
+    npm = shutil.which("npm")
+    if npm is None:
+        session.error("npm is required for the Node.js (Ajv) side of the schema vectors")
+    session.run(npm, "ci", "--prefix", "schemas/node", "--no-audit", "--no-fund", external=True)
+    session.run("node", "schemas/node/run-vectors.mjs", external=True)
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """The main job: the four policies on the sample packets in examples/."""
+    install_wheel(session)
+    session.run("python", "examples/demo.py")
