@@ -32,7 +32,7 @@ def _malformed(packet: Mapping[str, object]) -> list[str]:
             reasons.append(f"{name} is missing or blank")
     for name in ("local_class", "clean_class"):
         value = packet.get(name, MISSING)
-        if value is not MISSING and value not in _CLASSES:
+        if value is not MISSING and not (isinstance(value, str) and value in _CLASSES):
             reasons.append(f"{name} {value!r} is not one of {sorted(_CLASSES)}")
     for name in _BOOLS:
         value = packet.get(name, MISSING)

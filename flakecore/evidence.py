@@ -53,9 +53,9 @@ class Source:
     def to_json(self) -> dict[str, object]:
         """Only the fields this format has."""
         data: dict[str, object] = {}
-        for key, value in attrs.asdict(self, retain_collection_types=False).items():
-            if value is not None and value != []:
-                data[key] = value
+        for key, value in attrs.asdict(self).items():
+            if value is not None and value != ():
+                data[key] = list(value) if isinstance(value, tuple) else value
         return data
 
 

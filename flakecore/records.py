@@ -81,9 +81,14 @@ CLASSIFY_FIELDS = (
 )
 
 
+def _as_list(_: type, __: attrs.Attribute[object], value: object) -> object:
+    """JSON has arrays, not tuples: the policies judge the wire form."""
+    return list(value) if isinstance(value, tuple) else value
+
+
 def _wire(record: attrs.AttrsInstance, kind: str) -> dict[str, object]:
     data: dict[str, object] = {"format": f"flakecore.{kind}", "format_version": "1.0"}
-    for key, value in attrs.asdict(record, recurse=True, retain_collection_types=False).items():
+    for key, value in attrs.asdict(record, value_serializer=_as_list).items():
         if value is not None:
             data[key] = value
     return data
@@ -190,5 +195,5 @@ class ClassifyReport:
         """The wire report (schemas/classify-report.v1.json); None fields are left out."""
         data = _wire(self, "classify-report")
         if self.replays is not None:
-            data["replays"] = [dict(attrs.asdict(r).items()) for r in self.replays]
+            data["replays"] = [attrs.asdict(r) for r in self.replays]
         return data

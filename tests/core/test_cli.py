@@ -1,0 +1,199 @@
+"""The CLI as a pipeline runs it: a subprocess, exit codes, stdout and stderr."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from packets import NOW_TEXT, admit_packet, budget_packet, classify_report, decide_packet
+
+from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT, EXIT_USAGE
+
+
+def run(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "flakecore", *args], input=stdin, capture_output=True, check=False
+    )
+
+
+def dump(tmp_path: Path, name: str, packet: object) -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps(packet))
+    return str(path)
+
+
+CASES = [
+    ("admit", admit_packet(), "ACCEPT_PREEXISTING", 0),
+    ("admit", admit_packet(base_misses=...), "REJECT_INCOMPLETE", 1),
+    ("admit", admit_packet(base_property_sha256="c" * 64), "REJECT_PROPERTY_DRIFT", 2),
+    ("admit", admit_packet(claimed_epoch="c" * 64), "REJECT_FIXTURE_EPOCH", 3),
+    ("admit", admit_packet(base_misses=0), "REJECT_PATCH_INTRODUCED", 4),
+    ("admit", admit_packet(base_attempts=6), "REJECT_BUDGET", 5),
+    ("decide", decide_packet(), "ELIGIBLE", 0),
+    ("decide", decide_packet(test_id=" "), "MISSING_FIELD", 2),
+    ("decide", decide_packet(clean_class="pass"), "CLASS_MISMATCH", 3),
+    ("decide", decide_packet(clean_run_completed=False), "CLEAN_RUN_UNAVAILABLE", 4),
+    ("budget", budget_packet(), "FLAKE_CANDIDATE", 0),
+    ("budget", budget_packet(passes=None), "INSUFFICIENT_BUDGET", 1),
+    ("budget", budget_packet(property_holds=False), "PROPERTY_MISS", 2),
+    ("budget", budget_packet(head_digest="c" * 64), "FIXTURE_DRIFT", 3),
+    ("budget", budget_packet(passes=0), "STABLE_FAIL", 5),
+    ("budget", budget_packet(passes=8), "STABLE_PASS", 6),
+    ("classify", classify_report(pin_status=...), "INCOMPLETE", 1),
+    ("classify", classify_report(property_verdict="fail"), "PROPERTY", 2),
+    ("classify", classify_report(pin_status="mismatch"), "FIXTURE", 3),
+    ("classify", classify_report(), "FLAKE", 4),
+    (
+        "classify",
+        classify_report(replays=[{"attempt_id": str(i), "passed": False} for i in range(5)]),
+        "STABLE_RED",
+        5,
+    ),
+    ("classify", classify_report(owner=""), "FLAKE", 6),
+]
+
+
+@pytest.mark.parametrize(("verb", "packet", "code", "exit_code"), CASES)
+def test_each_verb_and_exit(
+    tmp_path: Path, verb: str, packet: dict[str, object], code: str, exit_code: int
+) -> None:
+    out = run(verb, dump(tmp_path, "p.json", packet), "--json", "--now", NOW_TEXT)
+    assert out.returncode == exit_code, out.stderr
+    decision = json.loads(out.stdout)
+    assert (decision["policy"], decision["code"], decision["exit"]) == (verb, code, exit_code)
+    assert out.stderr == b""
+
+
+def test_text_output(tmp_path: Path) -> None:
+    out = run("admit", dump(tmp_path, "p.json", admit_packet()))
+    assert out.returncode == 0
+    assert b"exit=0 admit=ACCEPT_PREEXISTING" in out.stdout
+
+
+def test_stdin_batch_in_input_order() -> None:
+    lines = [decide_packet(), decide_packet(local_class="deterministic"), decide_packet()]
+    stdin = b"".join(json.dumps(p).encode() + b"\n" for p in lines)
+    out = run("decide", "-", "--json", stdin=stdin)
+    decisions = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [d["code"] for d in decisions] == ["ELIGIBLE", "NOT_FLAKE_SHAPED", "ELIGIBLE"]
+    assert [d["input"] for d in decisions] == ["-:1", "-:2", "-:3"]
+    assert out.returncode == 3  # the first non-zero exit
+
+
+def test_malformed_line_is_a_refusal_not_a_skip() -> None:
+    stdin = json.dumps(decide_packet()).encode() + b"\n{not json\n\n"
+    out = run("decide", "-", "--json", stdin=stdin)
+    decisions = [json.loads(line) for line in out.stdout.splitlines()]
+    assert len(decisions) == 3
+    assert decisions[0]["code"] == "ELIGIBLE"
+    assert decisions[1]["code"] == "MISSING_FIELD"
+    assert decisions[1]["exit"] == EXIT_DATAERR
+    assert "-:2" in decisions[1]["error"]
+    assert decisions[2]["exit"] == EXIT_DATAERR  # a blank line is not silently skipped
+    assert out.returncode == EXIT_DATAERR
+
+
+@pytest.mark.parametrize(
+    ("data", "fragment"),
+    [
+        (b'{"base_misses":0,"base_misses":3}', b"duplicate key"),
+        (b"[]", b"expected a JSON object"),
+        (b'{"a":NaN}', b"NaN"),
+        (b"\xff\xfe", b"invalid UTF-8"),
+        (b"", b"invalid JSON"),
+    ],
+)
+def test_malformed_packet_file(tmp_path: Path, data: bytes, fragment: bytes) -> None:
+    path = tmp_path / "bad.json"
+    path.write_bytes(data)
+    out = run("admit", str(path))
+    assert out.returncode == EXIT_DATAERR
+    assert out.stdout == b""
+    assert out.stderr.count(b"\n") == 1
+    assert str(path).encode() in out.stderr
+    assert fragment in out.stderr
+    assert b"Traceback" not in out.stderr
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    out = run("budget", str(tmp_path / "absent.json"))
+    assert out.returncode == EXIT_NOINPUT
+    assert b"no such file" in out.stderr
+
+
+def test_empty_stdin() -> None:
+    out = run("admit", "-")
+    assert out.returncode == EXIT_DATAERR
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("frobnicate",),
+        ("admit",),
+        ("admit", "--no-such-flag", "x"),
+        ("classify", "--budget", "five"),
+        ("classify", "--now", "yesterday"),
+        ("classify", "x.json", "--owner", "me"),
+        (),
+    ],
+)
+def test_usage_errors_use_64(args: tuple[str, ...]) -> None:
+    out = run(*args)
+    assert out.returncode == EXIT_USAGE
+    assert b"Traceback" not in out.stderr
+    assert out.stderr.strip().count(b"\n") == 0
+
+
+def test_classify_flags() -> None:
+    out = run(
+        "classify", "--property-verdict", "pass", "--pin-status", "match",
+        "--origin-passed", "false", "--replay", "green,green,red,green,green",
+        "--owner", "ci-bot", "--expires-at", "2026-12-05T00:00:00Z", "--now", NOW_TEXT,
+    )  # fmt: skip
+    assert out.returncode == 4
+    assert out.stdout.startswith(b"exit=4 class=flake freeze=eligible")
+
+
+def test_classify_flag_left_out_is_incomplete() -> None:
+    out = run("classify", "--property-verdict", "pass", "--origin-passed", "false", "--json")
+    assert out.returncode == 1
+    assert json.loads(out.stdout)["code"] == "INCOMPLETE"
+
+
+def test_classify_short_replay_with_flags() -> None:
+    out = run(
+        "classify", "--property-verdict", "pass", "--pin-status", "match",
+        "--origin-passed", "false", "--replay", "red,green", "--owner", "ci-bot",
+        "--expires-at", "2026-12-05T00:00:00Z", "--now", NOW_TEXT,
+    )  # fmt: skip
+    assert out.returncode == 1
+    assert b"class=incomplete" in out.stdout
+
+
+def test_attempts_verb(tmp_path: Path) -> None:
+    a = tmp_path / "w1.jsonl"
+    a.write_bytes(b'{"seed":7,"n":1,"result":"miss"}\n{"seed":7,"n":2,"result":"pass"}\n')
+    b = tmp_path / "w2.jsonl"
+    b.write_bytes(b'{"seed":7,"n":1,"result":"miss"}\n')
+    out = run("attempts", str(a), str(b), "--json")
+    assert out.returncode == 0
+    summary = json.loads(out.stdout)
+    assert (summary["status"], summary["attempts"], summary["misses"]) == ("COMPLETE", 3, 2)
+    b.write_bytes(b'{"seed":7,"n":1,"result":"miss"}')
+    out = run("attempts", str(a), str(b))
+    assert out.returncode == 1
+    assert out.stdout.startswith(b"status=INCOMPLETE")
+    assert run("attempts", str(tmp_path / "nope")).returncode == EXIT_NOINPUT
+
+
+def test_help_and_version() -> None:
+    out = run("--help")
+    assert out.returncode == 0
+    for verb in (b"admit", b"decide", b"budget", b"classify", b"attempts"):
+        assert verb in out.stdout
+    assert b"64 usage error" in b" ".join(run("admit", "--help").stdout.split())
+    assert run("--version").stdout.startswith(b"flakecore ")
