@@ -58,7 +58,7 @@ def add(surface: str, name: str, data: bytes, command: list[str], exit_code: int
             "exit": exit_code,
             "accept": accept,
             "note": note,
-        }  # fmt: skip
+        }
     )
 
 
