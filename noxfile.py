@@ -79,3 +79,21 @@ def demo(session: nox.Session) -> None:
     """The main job: the four policies on the sample packets in examples/."""
     install_wheel(session)
     session.run("python", "examples/demo.py")
+
+
+@nox.session(default=False)
+def fuzz(session: nox.Session) -> None:
+    """atheris over every harness for a fixed time each (posargs: seconds per harness)."""
+    install_wheel(session)
+    session.install("atheris>=2.3")
+    seconds = session.posargs[0] if session.posargs else "60"
+    corpus = tempfile.mkdtemp(prefix="flakecore-fuzz-")
+    for seed in glob.glob("examples/*/*.json*") + glob.glob("tests/adversarial/*/*"):
+        shutil.copy(seed, corpus)
+    harnesses = ["json", "admit", "decide", "budget", "classify", "attempt-log"]
+    for name in harnesses:
+        session.log(f"fuzzing {name} for {seconds}s")
+        session.run(
+            "python", "fuzz/run_atheris.py", name, f"-max_total_time={seconds}",
+            "-rss_limit_mb=1024", "-max_len=65536", corpus,
+        )  # fmt: skip
