@@ -76,9 +76,10 @@ def schemas(session: nox.Session) -> None:
 
 @nox.session
 def demo(session: nox.Session) -> None:
-    """The main job: the four policies on the sample packets in examples/."""
+    """The main job: the four policies, then replay and budget-run on a throwaway git repo."""
     install_wheel(session)
-    session.run("python", "examples/demo.py")
+    session.install("pytest>=8")  # the demo repository's property runs under real pytest
+    session.run("python", "examples/e2e_demo.py")
 
 
 @nox.session(default=False)

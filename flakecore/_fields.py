@@ -94,4 +94,5 @@ def format_problem(packet: Mapping[str, object], kind: str) -> str | None:
 
 def _is_v1(version: str) -> bool:
     major, dot, minor = version.partition(".")
-    return major == "1" and dot == "." and minor.isdigit() and minor.isascii()
+    ascii_digits = minor.isascii() and minor.isdigit()
+    return major == "1" and dot == "." and ascii_digits and (minor == "0" or minor[0] != "0")

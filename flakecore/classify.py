@@ -167,7 +167,8 @@ def classify(
     """
     data = report.to_json() if isinstance(report, ClassifyReport) else report
     values = policy.values("replay_budget", "max_lease_days")
-    values["now"] = format_rfc3339(now) if now.tzinfo is not None else str(now)
+    aware = now.tzinfo is not None and now.utcoffset() is not None
+    values["now"] = format_rfc3339(now) if aware else None
 
     def verdict(
         code: ClassifyClass, *reasons: str, replays: Sequence[Mapping[str, object]] = ()

@@ -48,9 +48,10 @@ class AttemptFlag(str, enum.Enum):
     Evidence carrying any flag cannot open a freeze: it is incomplete.
     """
 
-    CONFLICTING_DUPLICATE = "conflicting-duplicate"  # one id, separate elements, different outcomes
+    CONFLICTING_DUPLICATE = "conflicting-duplicate"  # one id in separate elements (any outcomes)
     UNEXPECTED_PASS = "unexpected-pass"  # an expected failure passed (xpass, passing TODO)
     BAILED_OUT = "bailed-out"  # recorded after the run announced it gave up (TAP Bail out!)
+    INCOMPLETE_HISTORY = "incomplete-history"  # the report kept fewer attempts than ran
 
 
 class AttemptResult(str, enum.Enum):

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from flakecore._fields import MISSING, format_problem, is_bool, is_nonblank, unknown_keys
 from flakecore.codes import DecideCode, FailureClass, PolicyName
 from flakecore.decision import Decision
+from flakecore.digest import is_digest
 from flakecore.exits import DECIDE_EXIT
 from flakecore.identity import same_runner
 from flakecore.policy import DEFAULT_POLICY, Policy
@@ -19,6 +20,9 @@ DecideDecision = Decision[DecideCode]
 _CLASSES = frozenset(c.value for c in FailureClass)
 _BOOLS = ("property_cohort_passed", "clean_run_completed")
 _ECHOES = ("clean_fixture_hash", "clean_input_hash")
+#: Hashes are sha256 digests (SPEC 5): an uppercase or prefixed "hash" that
+#: happens to equal its echo must not make a vote eligible.
+_HASHES = ("patch_hash", "fixture_hash", "minimized_input_hash", *_ECHOES)
 
 
 def _malformed(packet: Mapping[str, object]) -> list[str]:
@@ -38,10 +42,12 @@ def _malformed(packet: Mapping[str, object]) -> list[str]:
         value = packet.get(name, MISSING)
         if value is not MISSING and not is_bool(value):
             reasons.append(f"{name} must be a JSON boolean")
-    for name in _ECHOES:
+    for name in _HASHES:
         value = packet.get(name, MISSING)
-        if value is not MISSING and not isinstance(value, str):
-            reasons.append(f"{name} must be a string")
+        if value is MISSING or (isinstance(value, str) and not value.strip()):
+            continue  # absent or blank: judged by its own row (1 or 2)
+        if not is_digest(value):
+            reasons.append(f"{name} must be a sha256 digest (64 lowercase hex)")
     return reasons
 
 

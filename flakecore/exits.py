@@ -28,6 +28,7 @@ __all__ = [
     "EXIT_SOFTWARE",
     "EXIT_USAGE",
     "INPUT_EXITS",
+    "VALIDATE_INVALID",
 ]
 
 EXIT_OK = 0
@@ -99,3 +100,6 @@ CLASSIFY_FLAKE_LEASE_REFUSED = 6
 ATTEMPTS_EXIT: Mapping[LogStatus, int] = MappingProxyType(
     {LogStatus.COMPLETE: 0, LogStatus.INCOMPLETE: 1}
 )
+
+#: ``flakecore validate``: a record was read, and its JSON Schema refuses it.
+VALIDATE_INVALID = 1

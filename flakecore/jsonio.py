@@ -64,6 +64,8 @@ def _int(text: str) -> int:
 
 def _depth_ok(text: str) -> bool:
     """Cheap bound on nesting so the recursive decoder never recurses deep."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return True  # cannot nest deeper than it has openers (C-speed count)
     depth = 0
     in_string = False
     escaped = False

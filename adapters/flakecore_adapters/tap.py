@@ -1,0 +1,547 @@
+"""TAP 13 and 14 to attempts, with a line-streaming parser of our own.
+
+Why not tap.py: it is tolerant by design (unknown lines become "unknown",
+a short run is still a run).  Here a plan that is missing, unfulfilled,
+out of sequence or contradicted is an ``error`` pseudo-attempt ``<plan>``
+(``"outer > <plan>"`` inside a subtest); after ``Bail out!`` every later
+attempt carries ``bailed-out``.  YAML diagnostic blocks are kept as message
+text and never parsed as YAML (no aliases, no anchors, no tags); only a few
+top-level scalar keys are matched with a line pattern: node's
+``failureType`` and ``exitCode``, bats' ``timeout_sec``, ``duration_ms``.
+
+Test ids: enclosing subtest names (from ``# Subtest: name``, else the parent
+test point's description) and the description, joined with ``" > "``; a
+point without description is ``#<number>``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from flakecore.codes import AttemptFlag, Outcome
+from flakecore.errors import InputError, LimitError
+from flakecore.evidence import Attempt, Source
+from flakecore_adapters._common import (
+    BAILED,
+    NO_FLAGS,
+    PLAN_ID,
+    PSEUDO_HOOK,
+    UNEXPECTED,
+    check_id,
+    clip,
+    duration_from_text,
+)
+from flakecore_adapters._flags import Emitter
+from flakecore_adapters._input import CHUNK, Reader, check_prefix
+from flakecore_adapters._limits import Limits
+
+__all__ = ["iter_attempts"]
+
+_PASS, _FAIL, _ERROR, _SKIP, _TIMEOUT = (
+    Outcome.PASS,
+    Outcome.FAIL,
+    Outcome.ERROR,
+    Outcome.SKIP,
+    Outcome.TIMEOUT,
+)
+_POINT = re.compile(r"(not )?ok(?![^ \t#])(?:[ \t]+([0-9]+)(?![^ \t#]))?(.*)", re.DOTALL)
+_PLAN = re.compile(r"1\.\.([0-9]+)[ \t]*(?:#(.*))?", re.DOTALL)
+_VERSION = re.compile(r"TAP version ([0-9]+)[ \t]*", re.IGNORECASE)
+_SUBTEST = re.compile(r"#[ \t]*Subtest(?::[ \t]*(.*))?", re.DOTALL)
+_BAIL = re.compile(r"Bail out!(.*)", re.DOTALL | re.IGNORECASE)
+_PRAGMA = re.compile(r"pragma[ \t]+([+-])([A-Za-z0-9_-]+)[ \t]*")
+_DIRECTIVE = re.compile(r"[ \t]*(skip|todo|timeout)\S*(?:[ \t]+(.*))?", re.DOTALL | re.IGNORECASE)
+_YAML_KEY = re.compile(r"(failureType|exitCode|timeout_sec|duration_ms):[ \t]*(.*?)[ \t]*")
+_MAX_NUMBER_DIGITS = 15
+
+
+def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
+    return re.sub(r"\\([\\#])", r"\1", text)
+
+
+def _split(rest: str) -> tuple[str, str | None, str | None]:
+    """``(description, directive word or None, reason)`` of a test point's tail."""
+    directive = reason = None
+    at = rest.find("#")
+    while at > 0:  # a '#' preceded by an odd number of backslashes is escaped
+        slashes = at - len(rest[:at].rstrip("\\"))
+        if slashes % 2 == 0:
+            break
+        at = rest.find("#", at + 1)
+    if at >= 0:
+        tail = rest[at + 1 :]
+        rest = rest[:at]
+        found = _DIRECTIVE.fullmatch(tail)
+        if found is not None:
+            directive = found.group(1).lower()
+            reason = found.group(2)
+    desc = rest.strip()
+    if desc.startswith("-"):
+        desc = desc[1:].strip()
+    return _unescape(desc), directive, reason
+
+
+class _Frame:
+    """One (sub)test stream: its plan, its count, its name."""
+
+    __slots__ = (
+        "count",
+        "failed",
+        "level",
+        "name",
+        "plan",
+        "plan_at_end",
+        "problems",
+        "skip_all",
+    )
+
+    def __init__(self, level: int, name: str | None) -> None:
+        self.level = level
+        self.name = name
+        self.plan: int | None = None
+        self.plan_at_end = False
+        self.skip_all = False
+        self.count = 0
+        self.failed = False
+        self.problems: list[str] = []
+
+
+class _Point:
+    """A test point waiting for its YAML block and diagnostics."""
+
+    __slots__ = (
+        "child_failed",
+        "desc",
+        "directive",
+        "extra",
+        "frames",
+        "indent",
+        "line",
+        "not_ok",
+        "number",
+        "yaml",
+        "yaml_size",
+    )
+
+    def __init__(self) -> None:
+        self.frames: tuple[_Frame, ...] = ()
+        self.not_ok = False
+        self.number = 0
+        self.desc = ""
+        self.directive: str | None = None
+        self.line = 0
+        self.indent = 0
+        self.yaml: list[str] = []
+        self.yaml_size = 0
+        self.extra: dict[str, str] = {}
+        self.child_failed: str | None = None
+
+
+class _Parser:
+    """Line-driven TAP state machine; attempts come out through the emitter."""
+
+    def __init__(self, source: str, limits: Limits, emitter: Emitter) -> None:
+        self.source = source
+        self.limits = limits
+        self.emitter = emitter
+        self.frames = [_Frame(0, "")]
+        self.announce: tuple[int, str] | None = None
+        self.point: _Point | None = None
+        self.in_yaml = False
+        self.bailed = False
+        self.strict = False
+        self.lines_seen = 0
+        self.held: list[tuple[tuple[_Frame, ...], list[Any]]] = []
+        self.out: list[Attempt] = []
+
+    # -- emission ---------------------------------------------------------------
+    def _emit(self, frames: tuple[_Frame, ...], spec: list[Any]) -> None:
+        if self.held or any(f.name is None for f in frames):
+            self.held.append((frames, spec))
+            if len(self.held) > self.limits.max_open_tests:
+                raise LimitError(
+                    "too many attempts waiting for the name of an unnamed subtest",
+                    source=self.source,
+                    line=spec[1],
+                )
+            return
+        self._push(frames, spec)
+
+    def _release(self) -> None:
+        held = self.held
+        done = 0
+        for frames, spec in held:
+            if any(f.name is None for f in frames):
+                break
+            self._push(frames, spec)
+            done += 1
+        del held[:done]
+
+    def _push(self, frames: tuple[_Frame, ...], spec: list[Any]) -> None:
+        leaf, line, number, desc, outcome, native, duration, message, flags = spec
+        path = tuple(str(f.name) for f in frames[1:])
+        test_id = " > ".join((*path, leaf)) if path else leaf
+        check_id(test_id, self.limits.max_id_chars, self.source, line)
+        src = Source(
+            file=self.source,
+            format="tap",
+            line=line,
+            number=number,
+            description=desc or None,
+            subtest_path=path,
+        )
+        out = self.emitter.add(
+            test_id, self.emitter.element(), outcome, native, src, duration, message, flags
+        )
+        if out is not None:
+            self.out.append(out)
+
+    # -- frames -----------------------------------------------------------------
+    def _open_to(self, level: int) -> None:
+        while len(self.frames) - 1 < level:
+            depth = len(self.frames)
+            if depth > self.limits.max_depth:
+                raise LimitError(
+                    f"subtests nested deeper than {self.limits.max_depth}",
+                    source=self.source,
+                    line=self.lines_seen,
+                )
+            name = None
+            if self.announce is not None and self.announce[0] == depth - 1:
+                name = self.announce[1]
+                self.announce = None
+            self.frames.append(_Frame(depth, name))
+
+    def _close_to(self, level: int, parent: _Point | None) -> None:
+        """Close frames deeper than ``level``; ``parent`` is the point that closes the last one."""
+        while len(self.frames) - 1 > level:
+            frame = self.frames.pop()
+            self._check_plan(frame)
+            outer = self.frames[-1]
+            bad = frame.failed or bool(frame.problems)
+            if len(self.frames) - 1 == level and parent is not None:
+                if frame.name is None:
+                    frame.name = parent.desc or f"#{parent.number}"
+                    self._release()
+                if bad:
+                    parent.child_failed = "its subtest failed"
+            elif bad:
+                outer.failed = True
+
+    def _check_plan(self, frame: _Frame) -> None:
+        problems = frame.problems
+        if frame.plan is None:
+            problems.append("no plan")
+        elif frame.skip_all and frame.count:
+            problems.append(f"plan 1..0 (skip all) but {frame.count} test points")
+        elif frame.count != frame.plan:
+            problems.append(f"planned {frame.plan} tests, ran {frame.count}")
+        if not problems:
+            return
+        frames = (*self.frames[: frame.level], frame)
+        spec = [
+            PLAN_ID,
+            self.lines_seen or None,
+            None,
+            "",
+            _ERROR,
+            "plan",
+            None,
+            clip("; ".join(problems), self.limits.max_message_chars),
+            BAILED if self.bailed else NO_FLAGS,
+        ]
+        self._emit(frames, spec)
+
+    # -- points -------------------------------------------------------------------
+    def _finish_point(self) -> None:
+        point = self.point
+        if point is None:
+            return
+        self.point = None
+        frame = point.frames[-1]
+        directive = point.directive
+        extra = point.extra
+        flags: frozenset[AttemptFlag] = NO_FLAGS
+        if directive == "skip":
+            outcome, native = _SKIP, ("not ok # SKIP" if point.not_ok else "ok # SKIP")
+        elif directive == "todo":
+            if point.not_ok:
+                outcome, native = _SKIP, "not ok # TODO"
+            else:
+                outcome, native, flags = _PASS, "ok # TODO", UNEXPECTED
+        elif not point.not_ok:
+            outcome, native = _PASS, "ok"
+            if point.child_failed:
+                outcome, native = _ERROR, "ok (contradicted by its subtest)"
+        elif directive == "timeout" or "timeout_sec" in extra:
+            outcome, native = _TIMEOUT, "not ok # timeout" if directive else "not ok"
+        else:
+            outcome, native = _FAIL, "not ok"
+            failure = extra.get("failureType", "").strip("'\"")
+            exit_code = extra.get("exitCode", "").strip("'\"")
+            if failure == "testTimeoutFailure":
+                outcome = _TIMEOUT
+            elif (
+                failure in ("hookFailed", "cancelledByParent")
+                or exit_code not in ("", "0", "~", "null")
+                or (point.desc and PSEUDO_HOOK.match(point.desc))
+            ):
+                outcome = _ERROR
+        if outcome is _FAIL or outcome is _ERROR or outcome is _TIMEOUT:
+            frame.failed = True
+        if self.bailed:
+            flags = flags | BAILED
+        duration = None
+        if "duration_ms" in extra:
+            ms = duration_from_text(extra["duration_ms"])
+            duration = None if ms is None else ms / 1000.0
+        message = None
+        if point.yaml and outcome is not _PASS:
+            message = clip("\n".join(point.yaml), self.limits.max_message_chars)
+        leaf = point.desc or f"#{point.number}"
+        spec = [
+            leaf,
+            point.line,
+            point.number,
+            point.desc,
+            outcome,
+            native,
+            duration,
+            message,
+            flags,
+        ]
+        self._emit(point.frames, spec)
+
+    def _test_point(self, level: int, match: re.Match[str], line: int) -> None:
+        frame = self.frames[-1]
+        not_ok, number_text, rest = match.groups()
+        point = _Point()
+        frame.count += 1
+        if number_text is None:
+            number = frame.count
+        else:
+            if len(number_text) > _MAX_NUMBER_DIGITS:
+                raise InputError("test number out of range", source=self.source, line=line)
+            number = int(number_text)
+            if number != frame.count:
+                frame.problems.append(
+                    f"test number {number} out of sequence (expected {frame.count})"
+                )
+        if frame.plan is not None and frame.plan_at_end:
+            frame.problems.append(f"test point {number} after the closing plan")
+        desc, directive, _reason = _split(rest)
+        point.frames = tuple(self.frames)
+        point.not_ok = not_ok is not None
+        point.number = number
+        point.desc = desc
+        point.directive = directive
+        point.line = line
+        point.indent = level * 4
+        self.point = point
+
+    # -- lines ----------------------------------------------------------------------
+    def line(self, text: str, number: int) -> None:
+        self.lines_seen = number
+        if self.in_yaml:
+            point = self.point
+            assert point is not None
+            indent = point.indent + 2
+            if text[:indent].strip(" ") == "" and text[indent:].rstrip() == "...":
+                self.in_yaml = False
+                return
+            body = text[indent:] if text[:indent].strip(" ") == "" else text.strip()
+            if point.yaml_size < self.limits.max_message_chars * 4:
+                point.yaml.append(body)
+                point.yaml_size += len(body) + 1
+            key = _YAML_KEY.fullmatch(body)
+            if key is not None:
+                point.extra[key.group(1)] = key.group(2)
+            return
+        stripped = text.lstrip(" ")
+        spaces = len(text) - len(stripped)
+        body = stripped.rstrip(" \t")
+        if not body:
+            return
+        point = self.point
+        if point is not None and spaces == point.indent + 2 and body == "---" and not point.yaml:
+            self.in_yaml = True
+            return
+        if spaces % 4:
+            if point is not None and body.startswith("#"):
+                return
+            if _POINT.fullmatch(body) is not None:
+                # Another reader may count this line as a test point: never ignore it silently.
+                self.frames[-1].problems.append(
+                    f"line {number}: a test point indented by {spaces} spaces (not a multiple of 4)"
+                )
+            self._unknown(text, number)
+            return
+        level = spaces // 4
+        if body.startswith("#"):
+            sub = _SUBTEST.fullmatch(body)
+            if sub is not None:
+                self._finish_point()
+                self._close_to(level, None)
+                name = (sub.group(1) or "").strip()
+                self.announce = (level, _unescape(name)) if name else None
+            return
+        match = _POINT.fullmatch(body)
+        if match is not None:
+            self._finish_point()
+            if len(self.frames) - 1 > level:
+                self._close_to_parent(level, match, number)
+                return
+            self._open_to(level)
+            self._test_point(level, match, number)
+            return
+        self._finish_point()
+        plan = _PLAN.fullmatch(body)
+        if plan is not None:
+            self._close_to(level, None)
+            self._open_to(level)
+            self._plan(plan, number)
+            return
+        bail = _BAIL.fullmatch(body)
+        if bail is not None:
+            self.bailed = True
+            return
+        version = _VERSION.fullmatch(body)
+        if version is not None:
+            if number != 1 or level:
+                self._unknown(text, number)
+            elif version.group(1) not in ("13", "14"):
+                raise InputError(
+                    f"unsupported TAP version {version.group(1)[:10]}",
+                    source=self.source,
+                    line=number,
+                )
+            return
+        pragma = _PRAGMA.fullmatch(body)
+        if pragma is not None:
+            if pragma.group(2) == "strict":
+                self.strict = pragma.group(1) == "+"
+            return
+        self._unknown(text, number)
+
+    def _close_to_parent(self, level: int, match: re.Match[str], number: int) -> None:
+        """A test point that closes the subtest(s) below it is their parent."""
+        _not_ok, number_text, rest = match.groups()
+        parent = _Point()
+        parent.desc = _split(rest)[0]
+        if number_text is not None and len(number_text) <= _MAX_NUMBER_DIGITS:
+            parent.number = int(number_text)
+        else:
+            parent.number = self.frames[level].count + 1
+        self._close_to(level, parent)
+        self._test_point(level, match, number)
+        if self.point is not None:
+            self.point.child_failed = parent.child_failed
+
+    def _plan(self, match: re.Match[str], line: int) -> None:
+        frame = self.frames[-1]
+        count_text, comment = match.groups()
+        if frame.plan is not None:
+            frame.problems.append("more than one plan")
+            return
+        if len(count_text) > _MAX_NUMBER_DIGITS:
+            raise InputError("plan out of range", source=self.source, line=line)
+        frame.plan = int(count_text)
+        frame.plan_at_end = frame.count > 0
+        if frame.plan == 0:
+            frame.skip_all = True
+        if comment is not None and _DIRECTIVE.fullmatch(comment) is not None:
+            directive = _DIRECTIVE.fullmatch(comment)
+            assert directive is not None
+            if directive.group(1).lower() == "skip" and frame.plan != 0:
+                frame.problems.append("SKIP directive on a plan that is not 1..0")
+
+    def _unknown(self, text: str, number: int) -> None:
+        self._finish_point()
+        if self.strict:
+            raise InputError(
+                f"not a TAP line under 'pragma +strict': {text.strip()[:60]!r}",
+                source=self.source,
+                line=number,
+            )
+
+    def end(self) -> None:
+        if self.in_yaml:
+            raise InputError("the report ends inside a YAML block", source=self.source)
+        self._finish_point()
+        self._close_to(0, None)
+        root = self.frames[0]
+        self._check_plan(root)
+        if self.held:
+            # Unnamed subtests whose parent never came: name them by position.
+            for frames, _spec in self.held:
+                for frame in frames:
+                    if frame.name is None:
+                        frame.name = "<unnamed subtest>"
+            self._release()
+
+
+def _lines(reader: Reader, limits: Limits) -> Iterator[tuple[int, str]]:
+    """Decoded lines (no line ending); invalid UTF-8, NUL and overlong lines refused."""
+    source = reader.source
+    rest = b""
+    number = 0
+    first = True
+    while True:
+        chunk = reader.read(CHUNK)
+        if first:
+            check_prefix(chunk, source)
+            if chunk.startswith(b"\xef\xbb\xbf"):
+                raise InputError("byte-order mark before TAP", source=source, line=1)
+            first = False
+        if not chunk:
+            break
+        if b"\x00" in chunk:
+            data = rest + chunk
+            raise InputError(
+                "NUL byte in TAP",
+                source=source,
+                line=number + data.count(b"\n", 0, data.index(b"\x00")) + 1,
+            )
+        parts = (rest + chunk).split(b"\n")
+        rest = parts.pop()
+        if len(rest) > limits.max_line_bytes:
+            raise LimitError(
+                f"line longer than {limits.max_line_bytes} bytes", source=source, line=number + 1
+            )
+        for raw in parts:
+            number += 1
+            if len(raw) > limits.max_line_bytes:
+                raise LimitError(
+                    f"line longer than {limits.max_line_bytes} bytes", source=source, line=number
+                )
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InputError("invalid UTF-8", source=source, line=number) from None
+            yield number, text[:-1] if text.endswith("\r") else text
+    if rest:
+        try:
+            text = rest.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError("invalid UTF-8", source=source, line=number + 1) from None
+        yield number + 1, text[:-1] if text.endswith("\r") else text
+
+
+def iter_attempts(reader: Reader, *, limits: Limits, only: str | None = None) -> Iterator[Attempt]:
+    """Attempts of a TAP stream, test points in stream order, pseudo-attempts where due."""
+    emitter = Emitter(source=reader.source, window=limits.reorder_window, only=only)
+    parser = _Parser(reader.source, limits, emitter)
+    out = parser.out
+    for number, text in _lines(reader, limits):
+        parser.line(text, number)
+        if out:
+            yield from out
+            out.clear()
+    parser.end()
+    yield from out
+    out.clear()
+    yield from emitter.flush()

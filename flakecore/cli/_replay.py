@@ -1,0 +1,329 @@
+"""``flakecore replay`` and ``flakecore budget-run``: run SPEC's procedures, then decide.
+
+These verbs are the only place the gate procedures meet the adapters: the
+replay's report judge is built here from ``flakecore_adapters.iter_attempts``
+(imported lazily, only with ``--report``), and injected into the core.
+Signals become exceptions while a verb runs, so a CI cancel (SIGTERM) or a
+Ctrl-C still removes the worktree before the process exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import cast
+
+from flakecore.cli._common import die, write_json_line
+from flakecore.errors import UsageError
+from flakecore.evidence import Attempt
+from flakecore.exits import EXIT_CANTCREAT, EXIT_IOERR, EXIT_SOFTWARE
+from flakecore.gate._runtime import Terminated, remove_file, signals_raise
+from flakecore.gate.replay import (
+    ExitStatusJudge,
+    Judge,
+    ReplayRequest,
+    ReportJudge,
+    run_replay,
+)
+from flakecore.gate.seedrun import BudgetRunRequest, parse_seeds, run_budget
+
+__all__ = ["register"]
+
+_REPLAY_EPILOG = (
+    "COMMAND runs once per attempt in a fresh process, cwd = the base worktree; {seed} in it is "
+    "replaced by --seed. Without --report: exit 0 pass, a --miss-exit-codes status (default 1, "
+    "pytest's 'tests failed') miss, a timeout timeout, any other status error. "
+    "exit: 0 ACCEPT_PREEXISTING (freeze record written to --out), 1 REJECT_INCOMPLETE "
+    "(also: git failure, dirty base, unusable report), 2 REJECT_PROPERTY_DRIFT, "
+    "3 REJECT_FIXTURE_EPOCH, 4 REJECT_PATCH_INTRODUCED, 5 REJECT_BUDGET; 64 usage error, "
+    "65 unusable input, 66 missing input file, 73 --log already exists, "
+    "128+N stopped by signal N (worktree removed)."
+)
+_BUDGET_EPILOG = (
+    "--property-cmd is ONE shell-quoted string (split with shlex, run without a shell) in which "
+    "{fixture} is replaced by the parent fixture's path; COMMAND (after --) runs once per seed "
+    "with {seed} replaced. Exit 0 pass, a --miss-exit-codes status miss, anything else stops the "
+    "run (INSUFFICIENT_BUDGET). exit: 0 FLAKE_CANDIDATE, 1 INSUFFICIENT_BUDGET (also: git "
+    "failure), 2 PROPERTY_MISS, 3 FIXTURE_DRIFT, 5 STABLE_FAIL, 6 STABLE_PASS; 64 usage error, "
+    "65 unusable input, 66 missing input file."
+)
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``replay`` and ``budget-run`` verbs."""
+    _register_replay(sub)
+    _register_budget_run(sub)
+
+
+def _common_run_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--timeout", type=float, metavar="SECONDS", help="per-run timeout (kills the process group)"
+    )
+    parser.add_argument(
+        "--seed-env", metavar="NAME", help="also pass the seed in this environment variable"
+    )
+    parser.add_argument(
+        "--miss-exit-codes",
+        metavar="N[,N...]",
+        default="1",
+        help="exit statuses that mean 'the assertion failed' (default: 1, pytest's)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the decision as JSON")
+    parser.add_argument("command", nargs="*", metavar="COMMAND", help="the test command, after --")
+
+
+def _register_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "replay",
+        help="replay the base commit in a detached worktree and decide with admit",
+        description=(
+            "SPEC 3.1's base replay: hash the claim on this checkout, replay the unmodified "
+            "base commit in a detached git worktree (refused unless exact and clean), count "
+            "attempts and misses, re-hash both trees after every attempt, decide with admit, "
+            "write the freeze record only for ACCEPT_PREEXISTING, remove the worktree always."
+        ),
+        epilog=_REPLAY_EPILOG,
+    )
+    parser.add_argument("--base", required=True, metavar="REV", help="base commit (SHA or ref)")
+    parser.add_argument("--seed", required=True, help="the seed pinned from the patch failure")
+    parser.add_argument(
+        "--attempts", type=int, metavar="N", help="base attempts (default and maximum: the cap)"
+    )
+    parser.add_argument("--property-file", required=True, metavar="PATH")
+    parser.add_argument("--epoch-lock", required=True, metavar="PATH")
+    parser.add_argument(
+        "--claimed-epoch", required=True, metavar="DIGEST", help="sha256 of the epoch lock"
+    )
+    patch = parser.add_mutually_exclusive_group(required=True)
+    patch.add_argument("--patch-misses", type=int, metavar="N", help="misses of the patch run")
+    patch.add_argument(
+        "--patch-log",
+        action="append",
+        metavar="FILE",
+        help="the patch run's attempt log (repeat for several workers)",
+    )
+    parser.add_argument(
+        "--report", metavar="FILE", help="report the COMMAND writes (relative to the worktree)"
+    )
+    parser.add_argument(
+        "--format", default="auto", help="report format for the adapters (default: auto)"
+    )
+    parser.add_argument(
+        "--test-id", metavar="ID", help="the test in the report; recorded as property_id"
+    )
+    parser.add_argument(
+        "--out", required=True, metavar="RECORD.json", help="freeze record (written on accept)"
+    )
+    parser.add_argument(
+        "--log", metavar="ATTEMPTS.jsonl", help="attempt log to create (default: a temporary file)"
+    )
+    _common_run_flags(parser)
+    parser.set_defaults(run=_run_replay)
+
+
+def _register_budget_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "budget-run",
+        help="observe a fixed seed budget and decide with budget",
+        description=(
+            "SPEC 3.3's seed budget: compare the parent fixture (from --base) with the head "
+            "fixture, score the property on the parent fixture, run each committed seed "
+            "exactly once, write the observation to --out, decide with budget."
+        ),
+        epilog=_BUDGET_EPILOG,
+    )
+    parser.add_argument("--test-id", required=True, metavar="ID")
+    parser.add_argument(
+        "--base", required=True, metavar="REV", help="the parent commit (required: no guessing)"
+    )
+    parser.add_argument(
+        "--parent-fixture",
+        metavar="PATH",
+        help="fixture path in the base commit, from the repository top (default: --fixture's)",
+    )
+    parser.add_argument("--fixture", required=True, metavar="PATH", help="the head fixture file")
+    parser.add_argument(
+        "--property-cmd",
+        required=True,
+        metavar="'CMD ... {fixture}'",
+        help="the property check as one shell-quoted string; exit 0 = holds",
+    )
+    parser.add_argument(
+        "--seeds", metavar="S1,S2,...", help="committed seeds (default: the policy's list)"
+    )
+    parser.add_argument("--out", required=True, metavar="budget.json", help="observation record")
+    _common_run_flags(parser)
+    parser.set_defaults(run=_run_budget)
+
+
+def _miss_codes(text: str) -> frozenset[int]:
+    try:
+        codes = frozenset(int(token) for token in text.split(","))
+    except ValueError:
+        raise UsageError(f"--miss-exit-codes {text!r}: give integers, e.g. 1 or 1,3") from None
+    if 0 in codes:
+        raise UsageError("--miss-exit-codes: 0 is a pass, never a miss")
+    return codes
+
+
+def _output_fd() -> int:
+    """Where the command's output goes: our stderr, so stdout stays machine-readable."""
+    try:
+        sys.stderr.flush()
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return subprocess.DEVNULL
+
+
+#: ``flakecore_adapters.iter_attempts(path, *, format, source_name, test_id)``.
+_IterAttempts = Callable[..., Iterable[Attempt]]
+
+
+class _MissingExtra(Exception):
+    """``--report`` without the adapters installed (exit 70, like a missing schemas extra)."""
+
+
+def _report_judge(args: argparse.Namespace) -> ReportJudge:
+    if args.test_id is None:
+        raise UsageError("replay: --report needs --test-id (the one test to read from it)")
+    try:
+        adapters = importlib.import_module("flakecore_adapters")
+    except ImportError as exc:
+        raise _MissingExtra(
+            f"replay: --report needs the adapters (pip install 'flakecore[adapters]'): {exc}"
+        ) from None
+    iter_attempts = cast(_IterAttempts, adapters.iter_attempts)
+    fmt, report, test_id = args.format, args.report, args.test_id
+    formats = tuple(getattr(adapters, "FORMATS", ()))
+    if fmt != "auto" and fmt not in formats:
+        raise UsageError(f"replay: --format {fmt!r}: expected auto or one of {', '.join(formats)}")
+
+    def read(path: Path) -> Iterable[Attempt]:
+        return iter_attempts(os.fspath(path), format=fmt, source_name=report, test_id=test_id)
+
+    return ReportJudge(report=report, test_id=test_id, read=read)
+
+
+def _progress(attempt: int, total: int, misses: int) -> None:
+    print(f"attempt {attempt}/{total} misses={misses}", file=sys.stderr, flush=True)
+
+
+def _stopped(exc: Terminated) -> int:
+    return die(f"stopped by {exc} (worktree removed, no freeze record)", 128 + exc.signum)
+
+
+def _run_replay(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    # First of all: whatever happens next, a stale freeze record is never inherited.
+    remove_file(out)
+    judge: Judge
+    if args.report is not None:
+        try:
+            judge = _report_judge(args)
+        except _MissingExtra as exc:
+            return die(str(exc), EXIT_SOFTWARE)
+    else:
+        judge = ExitStatusJudge(_miss_codes(args.miss_exit_codes))
+    request = ReplayRequest(
+        checkout=Path.cwd(),
+        base=args.base,
+        seed=args.seed,
+        command=tuple(args.command),
+        property_file=Path(args.property_file),
+        epoch_lock=Path(args.epoch_lock),
+        claimed_epoch=args.claimed_epoch,
+        attempts=args.attempts,
+        patch_misses=args.patch_misses,
+        patch_logs=tuple(Path(p) for p in args.patch_log or ()),
+        property_id=args.test_id,
+        timeout_s=args.timeout,
+        seed_env=args.seed_env,
+        log=Path(args.log) if args.log is not None else None,
+    )
+    try:
+        with signals_raise():
+            outcome = run_replay(
+                request,
+                judge=judge,
+                out=out,
+                progress=_progress if sys.stderr.isatty() else None,
+                output=_output_fd(),
+            )
+    except Terminated as exc:
+        return _stopped(exc)
+    except FileExistsError as exc:
+        return die(
+            f"{exc.filename}: already exists (attempt logs are never rewritten)", EXIT_CANTCREAT
+        )
+    except (FileNotFoundError, PermissionError) as exc:
+        return die(f"{exc.filename}: cannot write: {exc.strerror}", EXIT_CANTCREAT)
+    except OSError as exc:
+        return die(f"{exc.filename or out}: I/O error: {exc.strerror}", EXIT_IOERR)
+    decision = outcome.decision
+    if args.json:
+        write_json_line({**decision.to_json(), "input": "replay", **outcome.to_json()})
+    else:
+        runs = outcome.attempts
+        misses = sum(r.result.value == "miss" for r in runs)
+        line = (
+            f"exit={decision.exit_code} admit={decision.code.value} "
+            f"base_misses={misses}/{len(runs)} -- " + "; ".join(decision.reasons)
+        )
+        print(line, flush=True)
+        if outcome.freeze is not None:
+            print(f"freeze record: {out}", flush=True)
+    return decision.exit_code
+
+
+def _run_budget(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    remove_file(out)  # a stale observation never stands in for this one
+    try:
+        property_cmd = tuple(shlex.split(args.property_cmd))
+    except ValueError as exc:
+        raise UsageError(f"--property-cmd: {exc}") from None
+    request = BudgetRunRequest(
+        checkout=Path.cwd(),
+        test_id=args.test_id,
+        base=args.base,
+        fixture=Path(args.fixture),
+        parent_fixture=args.parent_fixture,
+        property_command=property_cmd,
+        command=tuple(args.command),
+        seeds=parse_seeds(args.seeds) if args.seeds is not None else None,
+        timeout_s=args.timeout,
+        seed_env=args.seed_env,
+        miss_exit_codes=_miss_codes(args.miss_exit_codes),
+    )
+    try:
+        with signals_raise():
+            outcome = run_budget(request, out=out, output=_output_fd())
+    except Terminated as exc:
+        return die(f"stopped by {exc}", 128 + exc.signum)
+    except (FileNotFoundError, PermissionError) as exc:
+        return die(f"{exc.filename}: cannot write: {exc.strerror}", EXIT_CANTCREAT)
+    except OSError as exc:
+        return die(f"{exc.filename or out}: I/O error: {exc.strerror}", EXIT_IOERR)
+    decision = outcome.decision
+    if args.json:
+        write_json_line(
+            {
+                **decision.to_json(),
+                "input": "budget-run",
+                "packet": outcome.packet,
+                "record": outcome.record,
+            }
+        )
+    else:
+        print(
+            f"exit={decision.exit_code} budget={decision.code.value} -- "
+            + "; ".join(decision.reasons),
+            flush=True,
+        )
+    return decision.exit_code

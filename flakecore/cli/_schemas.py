@@ -1,0 +1,218 @@
+"""``flakecore validate`` and ``flakecore schema``: the shipped JSON Schemas on the command line.
+
+``validate`` lets a pipeline check any record against its schema without
+writing Python; ``schema`` prints the exact file a non-Python runner needs.
+Files are read with the same strict JSON reader as every other verb
+(duplicate keys, NaN, lone surrogates and BOMs are unusable input), so a
+file that validates here is one flakecore will read the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+
+import attrs
+
+from flakecore import validation
+from flakecore.cli._common import die, input_exit, write_json_line
+from flakecore.errors import InputError, LimitError, UsageError
+from flakecore.exits import (
+    EXIT_DATAERR,
+    EXIT_NOINPUT,
+    EXIT_OK,
+    EXIT_SOFTWARE,
+    VALIDATE_INVALID,
+)
+from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object
+
+__all__ = ["register"]
+
+#: Worst first: a file that could not be checked outranks one found invalid.
+_SEVERITY = (EXIT_NOINPUT, EXIT_DATAERR, VALIDATE_INVALID, EXIT_OK)
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``validate`` and ``schema`` verbs."""
+    parser = sub.add_parser(
+        "validate",
+        help="check records against flakecore's JSON Schemas",
+        description=(
+            "Validate records against the JSON Schemas shipped with flakecore. A file holds one "
+            "JSON object, or JSON Lines (one object per line, each validated on its own). The "
+            "kind comes from each record's 'format' field ('flakecore.<kind>') or from --kind; "
+            "attempt-log lines carry no format, so they need --kind attempt-line. Each problem "
+            "is printed on its own line as FILE[:LINE]: /json/pointer: message."
+        ),
+        epilog=(
+            "exit: 0 every record valid, 1 a record is invalid (or names no known kind), "
+            "65 unusable input (not strict JSON, not an object), 66 missing file, 64 usage "
+            "error, 70 the 'schemas' extra is not installed. With several problems the exit "
+            "is the worst: 66, then 65, then 1."
+        ),
+    )
+    parser.add_argument(
+        "files", nargs="+", metavar="FILE", help="record file (JSON or JSON Lines), or - for stdin"
+    )
+    parser.add_argument("--kind", metavar="KIND", help="validate every record as this kind")
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON result object per record"
+    )
+    parser.set_defaults(run=_run_validate)
+
+    schema = sub.add_parser(
+        "schema",
+        help="print one of flakecore's JSON Schemas",
+        description="Print a shipped JSON Schema exactly as installed; without NAME, list names.",
+        epilog="exit: 0 printed, 64 unknown name (the known names are listed)",
+    )
+    schema.add_argument("name", nargs="?", metavar="NAME", help="schema name, e.g. decision")
+    schema.set_defaults(run=_run_schema)
+
+
+@attrs.frozen
+class _Unit:
+    """One record to check: a whole file, or one line of a JSON Lines file."""
+
+    where: str
+    record: dict[str, object] | None = None
+    error: InputError | None = None
+
+
+def _read(name: str) -> bytes:
+    if name == "-":
+        data = sys.stdin.buffer.read(MAX_DOCUMENT_BYTES + 1)
+    else:
+        try:
+            with open(name, "rb") as fh:
+                data = fh.read(MAX_DOCUMENT_BYTES + 1)
+        except FileNotFoundError:
+            raise InputError("no such file", source=name) from None
+        except IsADirectoryError:
+            raise InputError("cannot read: is a directory", source=name) from None
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror}", source=name) from None
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise LimitError(f"larger than {MAX_DOCUMENT_BYTES} bytes", source=name)
+    return data
+
+
+def _units(name: str) -> Iterator[_Unit]:
+    """The records of one file: the whole document, or else its JSON Lines.
+
+    A file is JSON Lines only when the whole of it is not one JSON document
+    and its first line, on its own, is a JSON object; otherwise the error of
+    the whole document is the one worth reporting.
+    """
+    try:
+        data = _read(name)
+    except InputError as exc:
+        yield _Unit(name, error=exc)
+        return
+    try:
+        record = load_object(data, source=name)
+    except InputError as exc:
+        whole = exc
+    else:
+        yield _Unit(name, record=record)
+        return
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    if len(lines) < 2 or not _is_object(lines[0], name):
+        yield _Unit(name, error=whole)
+        return
+    for number, raw in enumerate(lines, start=1):
+        where = f"{name}:{number}"
+        if not raw.strip():
+            yield _Unit(where, error=InputError("blank line", source=name, line=number))
+            continue
+        try:
+            yield _Unit(where, record=load_object(raw, source=name, line=number))
+        except InputError as exc:
+            yield _Unit(where, error=exc)
+
+
+def _is_object(line: bytes, name: str) -> bool:
+    try:
+        load_object(line, source=name, line=1)
+    except InputError:
+        return False
+    return True
+
+
+def _check(
+    record: dict[str, object], kind: str | None
+) -> tuple[str | None, list[validation.Problem]]:
+    """The kind the record is checked as, and what its schema refuses."""
+    if kind is None:
+        try:
+            kind = validation.kind_of(record)
+        except validation.UnknownKindError as exc:
+            return None, [validation.Problem("/format", str(exc), "format")]
+        if kind is None:
+            message = "missing: the record does not name its kind; give --kind"
+            return None, [validation.Problem("/format", message, "format")]
+    return kind, list(validation.iter_errors(record, kind))
+
+
+def _run_validate(args: argparse.Namespace) -> int:
+    try:
+        return _validate_files(args)
+    except (ImportError, validation.SchemasMissingError) as exc:
+        return die(str(exc), EXIT_SOFTWARE)
+
+
+def _validate_files(args: argparse.Namespace) -> int:
+    kind: str | None = args.kind
+    if kind is not None and kind not in validation.schema_names():
+        known = ", ".join(validation.schema_names())
+        raise UsageError(f"--kind: unknown kind {kind!r}; known: {known}")
+    seen: set[int] = set()
+    counts = {"valid": 0, "invalid": 0, "unusable": 0}
+    for name in args.files:
+        for unit in _units(name):
+            if unit.record is None:
+                assert unit.error is not None
+                seen.add(input_exit(unit.error))
+                counts["unusable"] += 1
+                if args.json:
+                    write_json_line({"input": unit.where, "valid": False, "error": str(unit.error)})
+                else:
+                    die(str(unit.error), input_exit(unit.error))
+                continue
+            used, problems = _check(unit.record, kind)
+            seen.add(VALIDATE_INVALID if problems else EXIT_OK)
+            counts["invalid" if problems else "valid"] += 1
+            if args.json:
+                write_json_line(
+                    {
+                        "input": unit.where,
+                        "kind": used,
+                        "valid": not problems,
+                        "problems": [attrs.asdict(p) for p in problems],
+                    }
+                )
+            else:
+                for problem in problems:
+                    print(f"{unit.where}: {problem}", flush=True)
+    if not args.json:
+        summary = ", ".join(f"{n} {label}" for label, n in counts.items())
+        print(f"flakecore: validate: {summary}", file=sys.stderr)
+    return next((code for code in _SEVERITY if code in seen), EXIT_OK)
+
+
+def _run_schema(args: argparse.Namespace) -> int:
+    try:
+        names = validation.schema_names()
+    except validation.SchemasMissingError as exc:
+        return die(str(exc), EXIT_SOFTWARE)
+    if args.name is None:
+        print("\n".join(names))
+        return EXIT_OK
+    if args.name not in names:
+        raise UsageError(f"schema: unknown name {args.name!r}; known: {', '.join(names)}")
+    sys.stdout.buffer.write(validation.schema_bytes(args.name))
+    sys.stdout.flush()
+    return EXIT_OK

@@ -1,0 +1,558 @@
+"""The base replay of SPEC 3.1, run for real: worktree, attempts, digests, ``admit``.
+
+``admit`` judges a replay record; this module *produces* one, so a CI job
+never scripts the procedure by hand (and never gets it subtly wrong):
+
+1. hash the claim on the scored tree (property file, epoch lock, ``HEAD``);
+2. add a detached worktree at the base commit outside the checkout and refuse
+   it unless ``HEAD`` is the base and ``git status`` is empty;
+3. run the command once per attempt, in a fresh process, with the pinned
+   seed; append one attempt line per start;
+4. after every attempt's process exits, re-hash the property file and the
+   epoch lock on *both* trees (a loader that rewrites them is drift);
+5. reduce the log, build the ``admit`` packet, decide; persist the freeze
+   record only for ``ACCEPT_PREEXISTING``; remove the worktree on every path.
+
+How an attempt's result is told is injected (:class:`Judge`): from the exit
+status (:class:`ExitStatusJudge`) or from the report the command wrote
+(:class:`ReportJudge`, given a reader -- the CLI passes the adapters' one, so
+this module never imports them).  Anything that makes the evidence
+unprovable -- a git failure, a dirty base, a missing report, a truncated
+log -- is ``REJECT_INCOMPLETE`` with a one-line reason, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+import attrs
+
+from flakecore.admit import AdmitDecision, admit, freeze_record
+from flakecore.attempts import AttemptWriter, LogSummary, reduce_logs
+from flakecore.codes import AdmitCode, AttemptResult, Outcome, PolicyName
+from flakecore.decision import Decision
+from flakecore.digest import file_sha256, is_digest
+from flakecore.errors import FlakecoreError, InputError, UsageError
+from flakecore.evidence import Attempt, blocking_flags
+from flakecore.exits import ADMIT_EXIT
+from flakecore.gate._runtime import (
+    CommandRun,
+    atomic_write,
+    child_env,
+    remove_file,
+    run_command,
+    substitute,
+)
+from flakecore.gate.worktree import DetachedWorktree, GitError, head_commit, repo_toplevel
+from flakecore.gate.worktree import resolve_commit as _resolve_commit
+from flakecore.policy import DEFAULT_POLICY, Policy
+from flakecore.records import AdmitEvidence
+
+__all__ = [
+    "DEFAULT_MISS_EXIT_CODES",
+    "AttemptRun",
+    "ExitStatusJudge",
+    "IncompleteAttempt",
+    "Judge",
+    "ProgressCallback",
+    "ReplayOutcome",
+    "ReplayRequest",
+    "ReportJudge",
+    "ReportReader",
+    "run_replay",
+]
+
+#: Exit statuses that mean "the assertion failed" without a report: pytest's 1.
+DEFAULT_MISS_EXIT_CODES: frozenset[int] = frozenset({1})
+
+#: ``progress(attempt, total, misses)``, called after each attempt.
+ProgressCallback = Callable[[int, int, int], None]
+#: Reads a report file into attempt records (the CLI passes the adapters' reader).
+ReportReader = Callable[[Path], Iterable[Attempt]]
+
+
+class IncompleteAttempt(FlakecoreError):
+    """An attempt whose result cannot be told; the whole request is then incomplete."""
+
+
+class Judge(Protocol):
+    """Tells one attempt's result; raises :class:`IncompleteAttempt` when it cannot."""
+
+    def prepare(self, worktree: Path) -> None:
+        """Called before each attempt starts (delete a stale report here)."""
+
+    def judge(self, run: CommandRun, worktree: Path) -> AttemptResult:
+        """The attempt-log result of one finished command run."""
+
+
+def _not_started(run: CommandRun) -> None:
+    if run.start_error is not None:
+        raise IncompleteAttempt(f"the command {run.describe()}")
+
+
+@attrs.frozen
+class ExitStatusJudge:
+    """Result from the exit status alone (no report).
+
+    0 is a pass, a timeout is a timeout, a status in ``miss_exit_codes`` is a
+    miss, anything else (a usage error, an internal error, no tests
+    collected, a signal) is an error: a started attempt, never a miss.  The
+    default ``{1}`` is pytest's "tests failed"; pytest also exits 1 for a
+    fixture error, which only a report can tell apart.
+    """
+
+    miss_exit_codes: frozenset[int] = DEFAULT_MISS_EXIT_CODES
+
+    def prepare(self, worktree: Path) -> None:
+        """Nothing to prepare: the exit status is fresh by construction."""
+
+    def judge(self, run: CommandRun, worktree: Path) -> AttemptResult:
+        """0 pass, a miss code miss, a timeout timeout, anything else error."""
+        _not_started(run)
+        if run.timed_out:
+            return AttemptResult.TIMEOUT
+        if run.returncode == 0:
+            return AttemptResult.PASS
+        if run.returncode in self.miss_exit_codes:
+            return AttemptResult.MISS
+        return AttemptResult.ERROR
+
+
+@attrs.frozen
+class ReportJudge:
+    """Result from the report the command wrote, for exactly one test id.
+
+    The report is deleted before every attempt, so a stale one is never read.
+    A missing or unreadable report, no record or several records for the test
+    id, or a record with a blocking flag makes the request incomplete; so does
+    a report that says ``fail``/``error`` while the command exited 0.
+    ``report`` is relative to the worktree unless absolute.
+    """
+
+    report: str
+    test_id: str
+    read: ReportReader
+
+    def _path(self, worktree: Path) -> Path:
+        path = Path(self.report)
+        return path if path.is_absolute() else worktree / path
+
+    def prepare(self, worktree: Path) -> None:
+        """Delete the report a previous attempt (or the commit itself) left behind."""
+        path = self._path(worktree)
+        if path.is_dir() and not path.is_symlink():
+            raise IncompleteAttempt(f"report path {self.report} is a directory")
+        remove_file(path)
+
+    def judge(self, run: CommandRun, worktree: Path) -> AttemptResult:
+        """The one record for ``test_id`` in the fresh report, as an attempt result."""
+        _not_started(run)
+        if run.timed_out:
+            return AttemptResult.TIMEOUT
+        path = self._path(worktree)
+        if not path.is_file():
+            raise IncompleteAttempt(
+                f"no report at {self.report} after the attempt ({run.describe()})"
+            )
+        try:
+            records = [a for a in self.read(path) if a.test_id == self.test_id]
+        except (InputError, OSError, ValueError) as exc:
+            raise IncompleteAttempt(f"report {self.report} is unusable: {exc}") from None
+        if not records:
+            raise IncompleteAttempt(f"report {self.report} has no record for {self.test_id!r}")
+        if len(records) > 1:
+            raise IncompleteAttempt(
+                f"report {self.report} has {len(records)} records for {self.test_id!r} "
+                "(reruns inside one attempt hide the first result)"
+            )
+        (record,) = records
+        if flags := blocking_flags(records):
+            names = ", ".join(sorted(f.value for f in flags))
+            raise IncompleteAttempt(f"report record for {self.test_id!r} is flagged: {names}")
+        if run.returncode == 0 and record.outcome in (Outcome.FAIL, Outcome.ERROR):
+            raise IncompleteAttempt(
+                f"report says {record.outcome.value} for {self.test_id!r} but the command exited 0"
+            )
+        return AttemptResult.from_outcome(record.outcome)
+
+
+@attrs.frozen(kw_only=True)
+class ReplayRequest:
+    """What to replay.  Relative paths are relative to ``checkout``.
+
+    ``seed`` is kept exactly as given, a string (``"3"`` is not the integer
+    ``3``: SPEC compares seeds by value and type).  Give ``patch_misses`` or
+    ``patch_logs`` (the patch run's attempt logs), not both.
+    """
+
+    checkout: Path
+    """A directory inside the scored checkout (the tree the claim is made on)."""
+    base: str
+    """The base commit: a full SHA or any revision git resolves to a commit."""
+    seed: str
+    """The seed pinned from the patch failure."""
+    command: tuple[str, ...]
+    """The command; ``{seed}`` in any argument is replaced by the seed."""
+    property_file: Path
+    """The property's source file, in the scored checkout."""
+    epoch_lock: Path
+    """The fixture epoch lock file, in the scored checkout."""
+    claimed_epoch: str
+    """The sha256 of the epoch lock the claim names."""
+    attempts: int | None = None
+    """Base attempts to run; None means the policy's attempt cap."""
+    patch_misses: int | None = None
+    """Misses of the patch run, when given as a number."""
+    patch_logs: tuple[Path, ...] = ()
+    """Attempt logs of the patch run, reduced for ``patch_misses``."""
+    property_id: str | None = None
+    """The test id, recorded as the packet's ``property_id``."""
+    timeout_s: float | None = None
+    """Per-attempt timeout; the process group is killed and the attempt is a ``timeout``."""
+    seed_env: str | None = None
+    """Also pass the seed in this environment variable."""
+    log: Path | None = None
+    """Where to append the attempt log (must not exist); None: a temporary file."""
+
+
+@attrs.frozen(kw_only=True)
+class AttemptRun:
+    """One started base attempt."""
+
+    n: int
+    result: AttemptResult
+    exit_code: int | None
+    timed_out: bool
+    duration_s: float
+
+    def to_json(self) -> dict[str, object]:
+        """As printed under ``replay.attempts`` by ``flakecore replay --json``."""
+        return {
+            "n": self.n,
+            "result": self.result.value,
+            "exit": self.exit_code,
+            "timed_out": self.timed_out,
+            "duration_s": round(self.duration_s, 3),
+        }
+
+
+@attrs.frozen(kw_only=True)
+class ReplayOutcome:
+    """The decision, the packet it was made on, and what the replay observed.
+
+    ``packet`` is None when the replay stopped before it could assemble one
+    (the decision is then ``REJECT_INCOMPLETE``); ``freeze`` is the record
+    written for an ``ACCEPT_PREEXISTING``, else None.
+    """
+
+    decision: AdmitDecision
+    packet: dict[str, object] | None
+    freeze: dict[str, object] | None
+    head_sha: str | None
+    base_sha: str | None
+    attempts: tuple[AttemptRun, ...]
+    log: LogSummary | None
+    digests: dict[str, list[str]]
+
+    def to_json(self) -> dict[str, object]:
+        """``packet`` and ``replay`` details, added to the decision by ``--json``."""
+        return {
+            "packet": self.packet,
+            "replay": {
+                "head_sha": self.head_sha,
+                "base_sha": self.base_sha,
+                "attempts": [a.to_json() for a in self.attempts],
+                "log": self.log.to_json() if self.log is not None else None,
+                "digests": {k: list(v) for k, v in self.digests.items()},
+                "freeze_record_written": self.freeze is not None,
+            },
+        }
+
+
+class _Refuse(Exception):
+    """The replay cannot produce provable evidence: REJECT_INCOMPLETE."""
+
+
+def _decision(policy: Policy, code: AdmitCode, *reasons: str) -> AdmitDecision:
+    return Decision(
+        policy=PolicyName.ADMIT,
+        code=code,
+        exit_code=ADMIT_EXIT[code],
+        accepted=code is AdmitCode.ACCEPT_PREEXISTING,
+        reasons=reasons,
+        policy_values=policy.values("attempt_cap", "min_base_misses"),
+    )
+
+
+def _validate(request: ReplayRequest, policy: Policy) -> int:
+    """Usage errors, found before anything runs; returns the number of attempts."""
+    if not request.command:
+        raise UsageError("replay: give the COMMAND to run after --")
+    if request.seed_env is None and not any("{seed}" in arg for arg in request.command):
+        raise UsageError(
+            "replay: the COMMAND must take the pinned seed: put {seed} in it, or use --seed-env"
+        )
+    if not request.seed.strip():
+        raise UsageError("replay: --seed is blank")
+    if (request.patch_misses is None) == (not request.patch_logs):
+        raise UsageError("replay: give --patch-misses N or --patch-log FILE (exactly one)")
+    if request.patch_misses is not None and request.patch_misses < 0:
+        raise UsageError("replay: --patch-misses must be 0 or more")
+    if request.timeout_s is not None and not request.timeout_s > 0:
+        raise UsageError("replay: --timeout must be a positive number of seconds")
+    cap = policy.attempt_cap
+    attempts = cap if request.attempts is None else request.attempts
+    if not 1 <= attempts <= cap:
+        raise UsageError(f"replay: --attempts must be in 1..{cap} (the policy's attempt cap)")
+    return attempts
+
+
+def _repo_path(top: Path, checkout: Path, path: Path, flag: str) -> str:
+    """``path`` relative to the repository top, symlinked directories resolved."""
+    absolute = path if path.is_absolute() else checkout / path
+    resolved = Path(os.path.realpath(absolute.parent)) / absolute.name
+    try:
+        rel = resolved.relative_to(top)
+    except ValueError:
+        raise UsageError(f"replay: {flag} {path} is outside the repository {top}") from None
+    if not resolved.is_file():
+        raise InputError("no such file", source=str(path))
+    return rel.as_posix()
+
+
+def _observe(path: Path, what: str) -> str:
+    try:
+        return file_sha256(path)
+    except FileNotFoundError:
+        raise _Refuse(f"{what} is missing") from None
+    except OSError as exc:
+        raise _Refuse(f"{what} cannot be read: {exc.strerror}") from None
+
+
+def _reported(head: Sequence[str], base: Sequence[str]) -> tuple[str, str]:
+    """The (head, base) digests to report from every observation of one file.
+
+    Stable on both trees: the two values.  Otherwise two observed values that
+    differ, so any change during the run shows up as a mismatch.
+    """
+    if len(set(head)) == 1 and len(set(base)) == 1:
+        return head[-1], base[-1]
+    if len(set(base)) > 1:
+        h = head[-1]
+        return h, next(b for b in base if b != h)
+    b = base[-1]
+    return next(h for h in head if h != b), b
+
+
+def _changes(name: str, observed: Sequence[str]) -> list[str]:
+    notes: list[str] = []
+    for i in range(1, len(observed)):
+        if observed[i] != observed[i - 1]:
+            notes.append(f"{name} changed during attempt {i}")
+    return notes
+
+
+class _Replay:
+    """One replay's mutable state; :meth:`run` freezes it into an outcome."""
+
+    def __init__(
+        self,
+        request: ReplayRequest,
+        judge: Judge,
+        policy: Policy,
+        progress: ProgressCallback | None,
+        output: int,
+    ) -> None:
+        self.request = request
+        self.judge = judge
+        self.policy = policy
+        self.progress = progress
+        self.output = output
+        self.head_sha: str | None = None
+        self.base_sha: str | None = None
+        self.runs: list[AttemptRun] = []
+        self.log: LogSummary | None = None
+        self.digests: dict[str, list[str]] = {}
+
+    def outcome(
+        self,
+        decision: AdmitDecision,
+        packet: dict[str, object] | None = None,
+        freeze: dict[str, object] | None = None,
+    ) -> ReplayOutcome:
+        return ReplayOutcome(
+            decision=decision,
+            packet=packet,
+            freeze=freeze,
+            head_sha=self.head_sha,
+            base_sha=self.base_sha,
+            attempts=tuple(self.runs),
+            log=self.log,
+            digests=self.digests,
+        )
+
+    def patch_misses(self) -> int:
+        request = self.request
+        if request.patch_misses is not None:
+            return request.patch_misses
+        summary = reduce_logs(request.patch_logs, policy=self.policy)
+        if not summary.complete:
+            raise _Refuse("patch log is incomplete: " + "; ".join(summary.reasons))
+        if type(summary.seed) is not str or summary.seed != request.seed:
+            raise _Refuse(
+                f"patch log seed {summary.seed!r} is not the pinned seed {request.seed!r} "
+                "(seeds compare by value and type)"
+            )
+        return summary.misses
+
+    def run(self, attempts: int, out: Path | None) -> ReplayOutcome:
+        request, policy = self.request, self.policy
+        checkout = Path(os.path.abspath(request.checkout))
+        try:
+            top = repo_toplevel(checkout)
+        except GitError as exc:
+            return self.outcome(_decision(policy, AdmitCode.REJECT_INCOMPLETE, str(exc)))
+        prop_rel = _repo_path(top, checkout, request.property_file, "--property-file")
+        lock_rel = _repo_path(top, checkout, request.epoch_lock, "--epoch-lock")
+        writer = AttemptWriter(request.log, request.seed) if request.log is not None else None
+        tree: DetachedWorktree | None = None
+        try:
+            # 1. The claim, hashed on the scored tree before anything runs.
+            self.head_sha = head_commit(top)
+            head_files = {"property": top / prop_rel, "epoch_lock": top / lock_rel}
+            self.digests = {f"head_{k}": [_observe(p, f"{k} file")] for k, p in head_files.items()}
+            if not is_digest(request.claimed_epoch):
+                raise _Refuse("claimed epoch is not a sha256 digest (64 lowercase hex)")
+            patch_misses = self.patch_misses()
+            self.base_sha = _resolve_commit(top, request.base)
+            # 2. The unmodified base, detached, outside the checkout; refused unless exact.
+            tree = DetachedWorktree(top, self.base_sha)
+            worktree = tree.create()
+            if problems := tree.problems():
+                raise _Refuse("; ".join(problems))
+            assert tree.scratch is not None
+            base_files = {"property": worktree / prop_rel, "epoch_lock": worktree / lock_rel}
+            for key, path in base_files.items():
+                self.digests[f"base_{key}"] = [_observe(path, f"{key} file at the base commit")]
+            if writer is None:
+                writer = AttemptWriter(tree.scratch / "attempts.jsonl", request.seed)
+            # 3-4. One fresh process per attempt; re-hash both trees after each exits.
+            self.attempt_loop(attempts, worktree, writer, head_files, base_files)
+            writer.close()
+            return self.decide(writer.path, patch_misses, out)
+        except (_Refuse, GitError, IncompleteAttempt) as exc:
+            return self.outcome(_decision(policy, AdmitCode.REJECT_INCOMPLETE, str(exc)))
+        finally:
+            if writer is not None:
+                writer.close()
+            if tree is not None:
+                tree.remove()
+
+    def attempt_loop(
+        self,
+        attempts: int,
+        worktree: Path,
+        writer: AttemptWriter,
+        head_files: dict[str, Path],
+        base_files: dict[str, Path],
+    ) -> None:
+        request = self.request
+        argv = substitute(request.command, seed=request.seed)
+        extra = {request.seed_env: request.seed} if request.seed_env else {}
+        env = child_env(extra)
+        misses = 0
+        for n in range(1, attempts + 1):
+            self.judge.prepare(worktree)
+            run = run_command(
+                argv, cwd=worktree, timeout_s=request.timeout_s, env=env, output=self.output
+            )
+            for tree, files in (("head", head_files), ("base", base_files)):
+                for key, path in files.items():
+                    what = f"{key} file on the {tree} tree after attempt {n}"
+                    self.digests[f"{tree}_{key}"].append(_observe(path, what))
+            result = self.judge.judge(run, worktree)
+            writer.append(result)
+            misses += result is AttemptResult.MISS
+            self.runs.append(
+                AttemptRun(
+                    n=n,
+                    result=result,
+                    exit_code=run.returncode,
+                    timed_out=run.timed_out,
+                    duration_s=run.duration_s,
+                )
+            )
+            if self.progress is not None:
+                self.progress(n, attempts, misses)
+
+    def decide(self, log: Path, patch_misses: int, out: Path | None) -> ReplayOutcome:
+        request, policy = self.request, self.policy
+        # 5. The log as written is the evidence; it must reduce cleanly and agree with us.
+        self.log = summary = reduce_logs([log], policy=policy)
+        if not summary.complete:
+            raise _Refuse("attempt log is incomplete: " + "; ".join(summary.reasons))
+        misses = sum(r.result is AttemptResult.MISS for r in self.runs)
+        if (summary.attempts, summary.misses) != (len(self.runs), misses):
+            raise _Refuse("attempt log does not match the attempts run (was it edited?)")
+        assert self.head_sha is not None and self.base_sha is not None
+        top = repo_toplevel(Path(os.path.abspath(request.checkout)))
+        if head_commit(top) != self.head_sha:
+            raise _Refuse("HEAD of the scored checkout moved during the replay")
+        d = self.digests
+        prop, base_prop = _reported(d["head_property"], d["base_property"])
+        epoch, base_epoch = _reported(d["head_epoch_lock"], d["base_epoch_lock"])
+        evidence = AdmitEvidence(
+            base_misses=summary.misses,
+            base_attempts=summary.attempts,
+            patch_misses=patch_misses,
+            property_sha256=prop,
+            base_property_sha256=base_prop,
+            fixture_epoch=epoch,
+            base_fixture_epoch=base_epoch,
+            claimed_epoch=request.claimed_epoch,
+            property_id=request.property_id,
+            seed=request.seed,
+            base_sha=self.base_sha,
+        )
+        packet = evidence.to_json()
+        decision = admit(packet, policy=policy)
+        notes = [note for name, seen in d.items() for note in _changes(name, seen)]
+        if notes:
+            decision = attrs.evolve(decision, reasons=(*decision.reasons, *notes))
+        record = freeze_record(packet, policy=policy)
+        if record is not None and out is not None:
+            body = json.dumps(record, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
+            atomic_write(out, body.encode("ascii"))
+        return self.outcome(decision, packet, record)
+
+
+def run_replay(
+    request: ReplayRequest,
+    *,
+    judge: Judge,
+    policy: Policy = DEFAULT_POLICY,
+    out: Path | None = None,
+    progress: ProgressCallback | None = None,
+    output: int = subprocess.DEVNULL,
+) -> ReplayOutcome:
+    """Run SPEC 3.1's replay procedure and decide with :func:`flakecore.admit`.
+
+    ``out`` is deleted first and written (atomically) only for
+    ``ACCEPT_PREEXISTING``: a stale freeze record is never inherited.  The
+    worktree is removed on every path; an exception (including
+    ``KeyboardInterrupt``) propagates only after the cleanup.  Raises
+    :class:`~flakecore.errors.UsageError` for a request that makes no sense
+    and :class:`~flakecore.errors.InputError` for a file that cannot be read
+    (a missing property file, an unreadable patch log); every other problem
+    is a ``REJECT_INCOMPLETE`` outcome.  ``output`` receives the command's
+    stdout and stderr (a file descriptor; discarded by default).
+    """
+    if out is not None:
+        remove_file(out)
+    attempts = _validate(request, policy)
+    return _Replay(request, judge, policy, progress, output).run(attempts, out)

@@ -1,0 +1,398 @@
+"""The seed-budget run of SPEC 3.3, for real: digests, property, one run per seed.
+
+``budget`` judges an observation; this module makes one, in SPEC's order,
+stopping as early as the table allows:
+
+1. the parent fixture (the base commit's blob) and the head fixture are
+   digested -- canonical JSON when the bytes are strict JSON, else the raw
+   file digest -- and a mismatch stops everything (``FIXTURE_DRIFT``);
+2. the property is scored on the **parent** fixture (a read-only temporary
+   copy); a failing property stops everything (``PROPERTY_MISS``);
+3. the committed seed list is checked before any seed runs (a short or
+   repeating list is ``INSUFFICIENT_BUDGET`` without spending a run);
+4. exactly one run per committed seed, no retries; a run that neither
+   passed nor missed (an error, a timeout) leaves the budget unfilled;
+5. the head fixture is hashed again after the runs (a loader that rewrote
+   it is drift), the record is written atomically, then ``budget`` decides.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import attrs
+
+from flakecore.budget import BudgetDecision, budget
+from flakecore.codes import AttemptResult, BudgetCode, PolicyName
+from flakecore.decision import Decision
+from flakecore.digest import canonical_json_sha256, sha256_bytes
+from flakecore.errors import InputError, UsageError
+from flakecore.exits import BUDGET_EXIT
+from flakecore.gate._runtime import (
+    CommandRun,
+    atomic_write,
+    child_env,
+    remove_file,
+    run_command,
+    substitute,
+)
+from flakecore.gate.replay import DEFAULT_MISS_EXIT_CODES
+from flakecore.gate.worktree import GitError, read_blob, repo_toplevel, resolve_commit
+from flakecore.policy import DEFAULT_POLICY, Policy
+from flakecore.records import BudgetPacket, Seed
+
+__all__ = [
+    "BUDGET_RUN_FORMAT",
+    "BudgetRunOutcome",
+    "BudgetRunRequest",
+    "DigestKind",
+    "SeedRun",
+    "fixture_digest",
+    "parse_seeds",
+    "run_budget",
+]
+
+#: ``format`` of the record ``budget-run`` writes (``budget.json``).
+BUDGET_RUN_FORMAT = "flakecore.budget-run"
+_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
+#: How a fixture was digested: ``canonical-json`` or ``file`` (raw bytes).
+DigestKind = str
+
+
+def fixture_digest(data: bytes) -> tuple[str, DigestKind]:
+    """The fixture's digest and its kind.
+
+    Strict JSON is digested canonically (key order and spacing are not
+    drift); anything else -- including JSON the strict reader refuses, such
+    as duplicate keys -- by its raw bytes.
+    """
+    try:
+        return canonical_json_sha256(data), "canonical-json"
+    except InputError:
+        return sha256_bytes(data), "file"
+
+
+def parse_seeds(text: str) -> tuple[Seed, ...]:
+    """``11,23,47`` -> ``(11, 23, 47)``; a token that is not a decimal integer stays a string.
+
+    Only canonical decimals become integers: ``007`` stays the string ``"007"``
+    (reading it as ``7`` would silently run another seed).
+
+    Duplicates are kept: refusing them is ``budget``'s job (it names them).
+    """
+    seeds: list[Seed] = []
+    for raw in text.split(","):
+        token = raw.strip()
+        if not token:
+            raise UsageError(f"--seeds {text!r}: empty seed")
+        seeds.append(int(token) if _INTEGER.fullmatch(token) else token)
+    return tuple(seeds)
+
+
+@attrs.frozen(kw_only=True)
+class BudgetRunRequest:
+    """What to observe.  Relative paths are relative to ``checkout``."""
+
+    checkout: Path
+    """A directory inside the checkout under test (commands run at its top)."""
+    test_id: str
+    """The test the budget is about (one ledger row per test id)."""
+    base: str
+    """The parent commit whose fixture is the reference (required: no guessing)."""
+    fixture: Path
+    """The head fixture file on disk."""
+    property_command: tuple[str, ...]
+    """The property check; ``{fixture}`` is replaced by the parent fixture's path."""
+    command: tuple[str, ...]
+    """The test command; ``{seed}`` is replaced by each committed seed."""
+    parent_fixture: str | None = None
+    """The fixture's path in the base commit (from the top); None: the head fixture's path."""
+    seeds: tuple[Seed, ...] | None = None
+    """The committed seed list; None: the policy's default seeds."""
+    timeout_s: float | None = None
+    """Per-run timeout for the property and each seed run."""
+    seed_env: str | None = None
+    """Also pass each seed in this environment variable."""
+    miss_exit_codes: frozenset[int] = DEFAULT_MISS_EXIT_CODES
+    """Exit statuses of a seed run that mean "the assertion failed"."""
+
+
+@attrs.frozen(kw_only=True)
+class SeedRun:
+    """One seed's single run."""
+
+    seed: Seed
+    result: AttemptResult
+    exit_code: int | None
+    duration_s: float
+
+    def to_json(self) -> dict[str, object]:
+        """One entry of ``runs`` in ``budget.json``."""
+        return {
+            "seed": self.seed,
+            "result": self.result.value,
+            "exit": self.exit_code,
+            "duration_s": round(self.duration_s, 3),
+        }
+
+
+@attrs.frozen(kw_only=True)
+class BudgetRunOutcome:
+    """The decision, and the record (``budget.json``) it was made on.
+
+    ``record`` is None only when the run stopped before a packet could be
+    built (an unknown base, a fixture missing from it).
+    """
+
+    decision: BudgetDecision
+    record: dict[str, object] | None
+
+    @property
+    def packet(self) -> dict[str, object] | None:
+        """The budget packet inside the record (what ``flakecore budget`` reads)."""
+        if self.record is None:
+            return None
+        packet = self.record["packet"]
+        assert isinstance(packet, dict)
+        return packet
+
+
+def _insufficient(policy: Policy, *reasons: str) -> BudgetDecision:
+    return Decision(
+        policy=PolicyName.BUDGET,
+        code=BudgetCode.INSUFFICIENT_BUDGET,
+        exit_code=BUDGET_EXIT[BudgetCode.INSUFFICIENT_BUDGET],
+        accepted=False,
+        reasons=reasons,
+        policy_values=policy.values("min_seed_budget", "max_lease_days"),
+    )
+
+
+def _validate(request: BudgetRunRequest) -> None:
+    if not request.test_id.strip():
+        raise UsageError("budget-run: --test-id is blank")
+    if not request.command:
+        raise UsageError("budget-run: give the COMMAND to run after --")
+    if request.seed_env is None and not any("{seed}" in arg for arg in request.command):
+        raise UsageError(
+            "budget-run: the COMMAND must take each seed: put {seed} in it, or use --seed-env"
+        )
+    if not any("{fixture}" in arg for arg in request.property_command):
+        raise UsageError(
+            "budget-run: --property-cmd must name the parent fixture with {fixture}, "
+            "or it would not be scored on the parent fixture"
+        )
+    if request.timeout_s is not None and not request.timeout_s > 0:
+        raise UsageError("budget-run: --timeout must be a positive number of seconds")
+
+
+def _seed_result(run: CommandRun, miss_codes: frozenset[int]) -> AttemptResult:
+    if run.timed_out:
+        return AttemptResult.TIMEOUT
+    if run.returncode == 0:
+        return AttemptResult.PASS
+    if run.returncode in miss_codes:
+        return AttemptResult.MISS
+    return AttemptResult.ERROR
+
+
+class _BudgetRun:
+    def __init__(self, request: BudgetRunRequest, policy: Policy, output: int) -> None:
+        self.request = request
+        self.policy = policy
+        self.output = output
+        self.notes: list[str] = []
+
+    def run(self, out: Path) -> BudgetRunOutcome:
+        request, policy = self.request, self.policy
+        checkout = Path(os.path.abspath(request.checkout))
+        fixture = request.fixture if request.fixture.is_absolute() else checkout / request.fixture
+        try:
+            head_bytes = fixture.read_bytes()
+        except FileNotFoundError:
+            raise InputError("no such file", source=str(request.fixture)) from None
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror}", source=str(request.fixture)) from None
+        try:
+            top = repo_toplevel(checkout)
+            base_sha = resolve_commit(top, request.base)
+            parent_path = request.parent_fixture or self._repo_path(top, fixture)
+            parent_bytes = read_blob(top, base_sha, parent_path)
+        except GitError as exc:
+            return BudgetRunOutcome(decision=_insufficient(policy, str(exc)), record=None)
+        parent_digest, parent_kind = fixture_digest(parent_bytes)
+        head_digest, head_kind = fixture_digest(head_bytes)
+        seeds = policy.default_seeds if request.seeds is None else request.seeds
+        record: dict[str, object] = {
+            "format": BUDGET_RUN_FORMAT,
+            "format_version": "1.0",
+            "test_id": request.test_id,
+            "parent": {
+                "base": request.base,
+                "commit": base_sha,
+                "path": parent_path,
+                "digest": parent_digest,
+                "digest_kind": parent_kind,
+            },
+            "head": {"path": str(request.fixture), "digest": head_digest, "digest_kind": head_kind},
+            "property": None,
+            "runs": [],
+        }
+        holds: bool | None = None
+        passes: int | None = None
+        if parent_digest == head_digest:
+            holds = self.score_property(top, parent_bytes, parent_path, record)
+        if holds is True and not self.seeds_ok(seeds):
+            self.notes.append("no seed was run: the committed seed list cannot fill the budget")
+        elif holds is True:
+            passes = self.run_seeds(top, seeds, record)
+        # Hash after the run: a loader that rewrote the head fixture is drift.
+        head = record["head"]
+        assert isinstance(head, dict)
+        try:
+            after, _ = fixture_digest(fixture.read_bytes())
+        except OSError:
+            self.notes.append("the head fixture could not be read after the run")
+            head["digest_after_run"] = None
+            passes = None
+        else:
+            if after != head_digest:
+                self.notes.append("the head fixture changed during the run")
+                head["digest_after_run"] = head_digest = after
+        packet = BudgetPacket(
+            test_id=request.test_id,
+            parent_digest=parent_digest,
+            head_digest=head_digest,
+            property_holds=holds,
+            seeds=tuple(seeds),
+            passes=passes,
+            budget=len(seeds),
+            opened_against=base_sha,
+        ).to_json()
+        record["packet"] = packet
+        body = json.dumps(record, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
+        atomic_write(out, body.encode("ascii"))
+        decision = budget(packet, policy=policy)
+        if self.notes:
+            decision = attrs.evolve(decision, reasons=(*self.notes, *decision.reasons))
+        return BudgetRunOutcome(decision=decision, record=record)
+
+    @staticmethod
+    def _repo_path(top: Path, fixture: Path) -> str:
+        resolved = Path(os.path.realpath(fixture.parent)) / fixture.name
+        try:
+            return resolved.relative_to(top).as_posix()
+        except ValueError:
+            raise UsageError(
+                f"budget-run: --fixture {fixture} is outside the repository; "
+                "name the base commit's path with --parent-fixture"
+            ) from None
+
+    def seeds_ok(self, seeds: Sequence[Seed]) -> bool:
+        """Whether the committed list could fill a budget (else no seed is run)."""
+        probe = {
+            "test_id": self.request.test_id,
+            "parent_digest": "0" * 64,
+            "head_digest": "0" * 64,
+            "property_holds": True,
+            "seeds": list(seeds),
+            "passes": 0,
+            "budget": len(seeds),
+        }
+        return budget(probe, policy=self.policy).code is not BudgetCode.INSUFFICIENT_BUDGET
+
+    def score_property(
+        self, top: Path, parent_bytes: bytes, parent_path: str, record: dict[str, object]
+    ) -> bool | None:
+        """Run the property on a read-only copy of the parent fixture: 0 holds, >0 fails."""
+        request = self.request
+        suffix = Path(parent_path).suffix
+        with tempfile.TemporaryDirectory(prefix="flakecore-parent-") as scratch:
+            copy = Path(scratch) / f"parent-fixture{suffix}"
+            copy.write_bytes(parent_bytes)
+            copy.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+            argv = substitute(request.property_command, fixture=str(copy))
+            run = run_command(
+                argv,
+                cwd=top,
+                timeout_s=request.timeout_s,
+                env=child_env({"FLAKECORE_FIXTURE": str(copy)}),
+                output=self.output,
+            )
+            rewritten = not copy.is_file() or copy.read_bytes() != parent_bytes
+        holds: bool | None
+        if run.start_error is not None or run.timed_out or run.returncode is None:
+            holds = None
+        elif rewritten:
+            holds = None
+            self.notes.append("the property command rewrote the parent fixture: not scored")
+        elif run.returncode < 0:
+            holds = None
+        else:
+            holds = run.returncode == 0
+        if holds is None and not rewritten:
+            self.notes.append(f"the property was not scored: {run.describe()}")
+        record["property"] = {
+            "command": list(run.argv),
+            "holds": holds,
+            "exit": run.returncode,
+            "timed_out": run.timed_out,
+            "duration_s": round(run.duration_s, 3),
+        }
+        return holds
+
+    def run_seeds(self, top: Path, seeds: Sequence[Seed], record: dict[str, object]) -> int | None:
+        """One run per committed seed, no retries; None when a run neither passed nor missed."""
+        request = self.request
+        runs: list[SeedRun] = []
+        passes = 0
+        for seed in seeds:
+            text = str(seed)
+            argv = substitute(request.command, seed=text)
+            extra = {request.seed_env: text} if request.seed_env else {}
+            run = run_command(
+                argv, cwd=top, timeout_s=request.timeout_s, env=child_env(extra), output=self.output
+            )
+            result = _seed_result(run, request.miss_exit_codes)
+            runs.append(
+                SeedRun(
+                    seed=seed, result=result, exit_code=run.returncode, duration_s=run.duration_s
+                )
+            )
+            record["runs"] = [r.to_json() for r in runs]
+            if result in (AttemptResult.PASS, AttemptResult.MISS):
+                passes += result is AttemptResult.PASS
+                continue
+            self.notes.append(
+                f"seed {seed!r}: {result.value} ({run.describe()}); only a pass or an assertion "
+                "miss fills the budget, so the remaining seeds were not run"
+            )
+            return None
+        return passes
+
+
+def run_budget(
+    request: BudgetRunRequest,
+    *,
+    out: Path,
+    policy: Policy = DEFAULT_POLICY,
+    output: int = subprocess.DEVNULL,
+) -> BudgetRunOutcome:
+    """Observe a fixed seed budget (SPEC 3.3), write ``out``, then decide with ``budget``.
+
+    ``out`` is deleted first, so a stale observation never stands in for this
+    one.  Raises :class:`~flakecore.errors.UsageError` for a request that
+    makes no sense and :class:`~flakecore.errors.InputError` when the head
+    fixture cannot be read; a git failure is ``INSUFFICIENT_BUDGET``.
+    ``output`` receives the commands' stdout and stderr (discarded by default).
+    """
+    remove_file(out)
+    _validate(request)
+    return _BudgetRun(request, policy, output).run(out)

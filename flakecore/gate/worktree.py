@@ -1,0 +1,210 @@
+"""Git plumbing for the base replay: resolve commits, read blobs, and a detached worktree.
+
+SPEC 3.1 replays the *unmodified* base commit.  The only honest way to get it
+is a fresh, detached ``git worktree`` in a directory outside the checkout:
+the scored checkout is never touched (no stash, no checkout, no clean), and
+a worktree that is not exactly the base commit with an empty
+``git status`` is refused, never cleaned into shape -- a file that appeared
+there (a hook, a filter, a generator) could be the very thing that decides
+the replay.  The worktree is removed on every path, including a signal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from types import TracebackType
+
+from flakecore.errors import FlakecoreError
+from flakecore.gate._runtime import child_env, signals_deferred
+
+__all__ = [
+    "DetachedWorktree",
+    "GitError",
+    "git",
+    "head_commit",
+    "read_blob",
+    "repo_toplevel",
+    "resolve_commit",
+]
+
+
+class GitError(FlakecoreError):
+    """A git command failed: not a repository, unknown revision, worktree refused.
+
+    For the gate this is missing evidence (a refusal), never a crash: the
+    message is one line naming the git command and git's own complaint.
+    """
+
+
+def _one_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    flat = " / ".join(lines) or "no message"
+    return flat if len(flat) <= 300 else flat[:297] + "..."
+
+
+def git(*args: str, cwd: Path) -> str:
+    """Run ``git ARGS`` in ``cwd`` and return its stdout; raise :class:`GitError` on failure.
+
+    Variables that redirect git to another repository (``GIT_DIR`` ...) are
+    dropped, and prompts are disabled, so a gate run inside a hook or a CI
+    step cannot read the wrong repository or hang on a password.
+    """
+    return _git_bytes(*args, cwd=cwd).decode("utf-8", "replace")
+
+
+def _git_bytes(*args: str, cwd: Path) -> bytes:
+    env = child_env({"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
+    try:
+        done = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise GitError("git is not installed (or not on PATH)") from None
+    except NotADirectoryError:
+        raise GitError(f"{cwd}: not a directory") from None
+    if done.returncode != 0:
+        message = _one_line(done.stderr.decode("utf-8", "replace"))
+        raise GitError(f"git {args[0]} failed: {message}")
+    return done.stdout
+
+
+def repo_toplevel(path: Path) -> Path:
+    """The top of the checkout that contains ``path`` (symlinks resolved)."""
+    out = git("rev-parse", "--show-toplevel", cwd=path).strip()
+    if not out:
+        raise GitError(f"{path}: not inside a git work tree")
+    return Path(os.path.realpath(out))
+
+
+def resolve_commit(repo: Path, ref: str) -> str:
+    """The full object id of the commit ``ref`` names.
+
+    A revision starting with ``-`` is refused: git would read it as an option.
+    """
+    if not ref.strip() or ref.startswith("-"):
+        raise GitError(f"unknown revision {ref!r}: not a commit in this repository")
+    try:
+        out = git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", cwd=repo)
+    except GitError:
+        raise GitError(f"unknown revision {ref!r}: not a commit in this repository") from None
+    sha = out.strip()
+    if not sha:
+        raise GitError(f"unknown revision {ref!r}: not a commit in this repository")
+    return sha
+
+
+def head_commit(repo: Path) -> str:
+    """The full object id of ``HEAD`` in ``repo``."""
+    return resolve_commit(repo, "HEAD")
+
+
+def read_blob(repo: Path, commit: str, path: str) -> bytes:
+    """The raw bytes of ``path`` at ``commit`` (what ``git show COMMIT:PATH`` prints).
+
+    Read with ``git cat-file blob``, which applies no text conversion, so the
+    bytes are the committed ones.  ``path`` is relative to the repository top.
+    """
+    try:
+        return _git_bytes("cat-file", "blob", f"{commit}:{path}", cwd=repo)
+    except GitError:
+        raise GitError(f"{path!r} does not exist in commit {commit[:12]}") from None
+
+
+class DetachedWorktree:
+    """A detached ``git worktree`` at one commit, in a new temporary directory.
+
+    Use it as a context manager (or call :meth:`create` and :meth:`remove`).
+    The temporary directory (``scratch``) holds the worktree (``path``) and
+    may hold the caller's own files, such as an attempt log; all of it goes
+    on :meth:`remove`, which is idempotent and never raises for a worktree
+    that is already gone.
+    """
+
+    def __init__(self, repo: Path, commit: str, *, tmp_root: Path | None = None) -> None:
+        self.repo = repo
+        self.commit = commit
+        self._tmp_root = tmp_root
+        self.scratch: Path | None = None
+        self.path: Path | None = None
+
+    def create(self) -> Path:
+        """Add the worktree; returns its path.  It must lie outside the checkout."""
+        scratch = Path(
+            os.path.realpath(tempfile.mkdtemp(prefix="flakecore-replay-", dir=self._tmp_root))
+        )
+        self.scratch = scratch
+        top = Path(os.path.realpath(self.repo))
+        if scratch == top or top in scratch.parents:
+            raise GitError(
+                f"temporary directory {scratch} is inside the checkout; point TMPDIR elsewhere"
+            )
+        path = scratch / "tree"
+        git("worktree", "add", "--detach", "--quiet", str(path), self.commit, cwd=self.repo)
+        self.path = path
+        return path
+
+    def problems(self) -> list[str]:
+        """Why the worktree is not exactly the base commit (empty when it is).
+
+        ``rev-parse HEAD`` must be the base commit and ``status --porcelain``
+        (untracked and ignored files included) must be empty: a fresh checkout
+        has neither, so anything there was put there by a hook or a filter.
+        """
+        assert self.path is not None, "create() first"
+        head = git("rev-parse", "HEAD", cwd=self.path).strip()
+        found: list[str] = []
+        if head != self.commit:
+            found.append(f"worktree HEAD is {head}, expected base {self.commit}")
+        status = git(
+            "status", "--porcelain", "--untracked-files=all", "--ignored", cwd=self.path
+        ).splitlines()
+        if status:
+            shown = ", ".join(line.strip() for line in status[:5])
+            more = f" and {len(status) - 5} more" if len(status) > 5 else ""
+            found.append(f"base worktree is not clean: {shown}{more}")
+        return found
+
+    def remove(self) -> None:
+        """Remove the worktree and the temporary directory; prune git's bookkeeping.
+
+        Signals are held meanwhile: a second Ctrl-C must not leave a
+        half-removed worktree registered in the repository.
+        """
+        with signals_deferred():
+            if self.path is not None:
+                # Half-created or already gone: the rmtree and prune below finish it.
+                with contextlib.suppress(GitError):
+                    git("worktree", "remove", "--force", "--force", str(self.path), cwd=self.repo)
+            if self.scratch is not None:
+                shutil.rmtree(self.scratch, ignore_errors=True)
+            # A repository that is itself gone has nothing left registered in it.
+            with contextlib.suppress(GitError):
+                git("worktree", "prune", cwd=self.repo)
+            self.path = None
+            self.scratch = None
+
+    def __enter__(self) -> DetachedWorktree:
+        try:
+            self.create()
+        except BaseException:
+            self.remove()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.remove()

@@ -1,0 +1,214 @@
+"""TAP 13/14: plans, directives, subtests, bail out, YAML kept as text."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import flakecore_adapters
+import pytest
+
+from flakecore.errors import InputError, LimitError
+from flakecore.evidence import Attempt
+
+
+def run(data: bytes, fmt: str = "auto", **kwargs: Any) -> list[Attempt]:
+    """All attempts of ``data`` read as format ``fmt``."""
+    stream = io.BytesIO(data)
+    return list(flakecore_adapters.iter_attempts(stream, format=fmt, source_name="r", **kwargs))
+
+
+def summary(attempts: list[Attempt]) -> list[tuple[str, str, int, list[str]]]:
+    """``(test_id, outcome, attempt, sorted flags)`` per attempt, for exact asserts."""
+    return [
+        (a.test_id, a.outcome.value, a.attempt, sorted(f.value for f in a.flags)) for a in attempts
+    ]
+
+
+def tap(text: str) -> list[tuple[str, str, int, list[str]]]:
+    return summary(run(text.encode("utf-8"), "tap"))
+
+
+def test_basic_points_and_directives_in_any_case() -> None:
+    assert tap(
+        "TAP version 14\n1..7\nok 1 - passes\nnot ok 2 - fails\nok 3 # skip no net\n"
+        "not ok 4 - todo fails # todo later\nok 5 - todo passes # TODO later\n"
+        "ok 6 # SkIp\nnot ok 7\n"
+    ) == [
+        ("passes", "pass", 1, []),
+        ("fails", "fail", 1, []),
+        ("#3", "skip", 1, []),
+        ("todo fails", "skip", 1, []),
+        ("todo passes", "pass", 1, ["unexpected-pass"]),
+        ("#6", "skip", 1, []),
+        ("#7", "fail", 1, []),
+    ]
+
+
+def test_native_words() -> None:
+    attempts = run(b"1..3\nnot ok 1 a # TODO x\nok 2 b # TODO\nnot ok 3 c # SKIP\n", "tap")
+    assert [a.native for a in attempts] == ["not ok # TODO", "ok # TODO", "not ok # SKIP"]
+
+
+def test_escaped_hash_is_not_a_directive() -> None:
+    attempts = run(b"1..2\nok 1 - a \\# SKIP not really\nok 2 - b\\\\ # SKIP yes\n", "tap")
+    assert summary(attempts) == [("a # SKIP not really", "pass", 1, []), ("b\\", "skip", 1, [])]
+    assert attempts[0].source.description == "a # SKIP not really"
+
+
+def test_plan_last_and_skip_all() -> None:
+    assert tap("ok 1 - a\nok 2 - b\n1..2\n") == [("a", "pass", 1, []), ("b", "pass", 1, [])]
+    assert tap("1..0 # SKIP no database\n") == []
+
+
+def test_missing_or_unfulfilled_plan_is_an_error_pseudo_attempt() -> None:
+    assert tap("ok 1 - a\n") == [("a", "pass", 1, []), ("<plan>", "error", 1, [])]
+    assert tap("1..3\nok 1 - a\n") == [("a", "pass", 1, []), ("<plan>", "error", 1, [])]
+    assert tap("1..1\nok 1 - a\nok 2 - b\n") == [
+        ("a", "pass", 1, []),
+        ("b", "pass", 1, []),
+        ("<plan>", "error", 1, []),
+    ]
+
+
+def test_duplicate_test_numbers_are_an_error_pseudo_attempt_and_flagged_repeats() -> None:
+    attempts = run(b"1..2\nok 1 - a\nnot ok 1 - a\n", "tap")
+    assert summary(attempts) == [
+        ("a", "pass", 1, ["conflicting-duplicate"]),
+        ("a", "fail", 2, ["conflicting-duplicate"]),
+        ("<plan>", "error", 1, []),
+    ]
+    assert attempts[-1].message is not None
+    assert "out of sequence" in attempts[-1].message
+
+
+def test_bail_out_flags_later_points_and_the_short_plan() -> None:
+    assert tap("1..3\nok 1 - before\nBail out! db down\nok 2 - after\n") == [
+        ("before", "pass", 1, []),
+        ("after", "pass", 1, ["bailed-out"]),
+        ("<plan>", "error", 1, ["bailed-out"]),
+    ]
+
+
+def test_yaml_block_is_text_never_parsed() -> None:
+    bomb = "\n".join(
+        ["  ---", '  a: &a ["lol","lol","lol","lol","lol"]']
+        + [
+            f"  {c}: &{c} [*{p},*{p},*{p},*{p},*{p}]"
+            for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+        ]
+        + ["  message: boom", "  ..."]
+    )
+    attempts = run(f"1..1\nnot ok 1 - t\n{bomb}\n".encode(), "tap")
+    assert summary(attempts) == [("t", "fail", 1, [])]
+    assert attempts[0].message is not None
+    assert "&a" in attempts[0].message
+    assert len(attempts[0].message) <= 2000
+
+
+def test_unterminated_yaml_is_refused() -> None:
+    with pytest.raises(InputError, match="YAML"):
+        run(b"1..1\nnot ok 1 - t\n  ---\n  message: x\n", "tap")
+
+
+def test_yaml_keys_refine_failures() -> None:
+    text = (
+        "1..4\n"
+        "not ok 1 - hook\n  ---\n  failureType: 'hookFailed'\n  ...\n"
+        "not ok 2 - slow\n  ---\n  failureType: 'testTimeoutFailure'\n  ...\n"
+        "not ok 3 - killed\n  ---\n  timeout_sec: 1\n  ...\n"
+        "not ok 4 - file\n  ---\n  exitCode: 1\n  duration_ms: 1500\n  ...\n"
+    )
+    attempts = run(text.encode(), "tap")
+    assert [a.outcome.value for a in attempts] == ["error", "timeout", "timeout", "error"]
+    assert attempts[3].duration_s == 1.5
+
+
+def test_subtests_tap14() -> None:
+    text = (
+        "TAP version 14\n1..2\n# Subtest: outer\n    1..2\n    ok 1 - inner a\n"
+        "    # Subtest: deeper\n        1..1\n        not ok 1 - deep\n    not ok 2 - deeper\n"
+        "not ok 1 - outer\nok 2 - last\n"
+    )
+    attempts = run(text.encode(), "tap")
+    assert summary(attempts) == [
+        ("outer > inner a", "pass", 1, []),
+        ("outer > deeper > deep", "fail", 1, []),
+        ("outer > deeper", "fail", 1, []),
+        ("outer", "fail", 1, []),
+        ("last", "pass", 1, []),
+    ]
+    assert attempts[1].source.subtest_path == ("outer", "deeper")
+    assert attempts[1].source.number == 1
+
+
+def test_unnamed_subtest_takes_the_parent_description() -> None:
+    text = "1..1\n    1..1\n    ok 1 - child\nok 1 - parent\n"
+    assert tap(text) == [("parent > child", "pass", 1, []), ("parent", "pass", 1, [])]
+
+
+def test_parent_lying_about_its_children_is_an_error() -> None:
+    text = "1..1\n# Subtest: p\n    1..2\n    ok 1 - a\n    not ok 2 - b\nok 1 - p\n"
+    attempts = run(text.encode(), "tap")
+    assert summary(attempts) == [
+        ("p > a", "pass", 1, []),
+        ("p > b", "fail", 1, []),
+        ("p", "error", 1, []),
+    ]
+    assert attempts[-1].native.startswith("ok")
+
+
+def test_subtest_plan_unfulfilled() -> None:
+    text = "1..1\n# Subtest: p\n    1..3\n    ok 1 - a\nnot ok 1 - p\n"
+    assert tap(text) == [
+        ("p > a", "pass", 1, []),
+        ("p > <plan>", "error", 1, []),
+        ("p", "fail", 1, []),
+    ]
+
+
+def test_strict_pragma_refuses_garbage() -> None:
+    assert tap("1..1\nhello\nok 1 - a\n") == [("a", "pass", 1, [])]
+    with pytest.raises(InputError, match="strict"):
+        run(b"pragma +strict\n1..1\nhello\nok 1 - a\n", "tap")
+
+
+@pytest.mark.parametrize(
+    ("data", "error"),
+    [
+        (b"TAP version 99\n1..0\n", "version"),
+        (b"1..1\nok 1 - a\x00\n", "NUL"),
+        (b"1..1\nok 1 - \xff\n", "UTF-8"),
+        (b"\xef\xbb\xbf1..0\n", "byte-order"),
+        (b"1..1\nok 99999999999999999999 - a\n", "out of range"),
+    ],
+)
+def test_hostile_streams_are_refused(data: bytes, error: str) -> None:
+    with pytest.raises(InputError, match=error):
+        run(data, "tap")
+
+
+def test_very_long_line_is_a_limit_error() -> None:
+    limits = flakecore_adapters.Limits(max_line_bytes=1000)
+    with pytest.raises(LimitError):
+        list(
+            flakecore_adapters.iter_attempts(
+                io.BytesIO(b"1..1\nok 1 - " + b"a" * 5000 + b"\n"), format="tap", limits=limits
+            )
+        )
+
+
+def test_comments_after_a_failure_become_its_message_only_in_yaml() -> None:
+    attempts = run(b"1..1\nnot ok 1 - t\n#   Failed test 't'\n", "tap")
+    assert summary(attempts) == [("t", "fail", 1, [])]
+
+
+def test_misindented_test_point_is_not_silently_ignored() -> None:
+    assert tap("1..1\nok 1 - a\n  not ok 2 - hidden\n") == [
+        ("a", "pass", 1, []),
+        ("<plan>", "error", 1, []),
+    ]
+
+
+def test_crlf_lines() -> None:
+    assert tap("1..1\r\nok 1 - a\r\n") == [("a", "pass", 1, [])]

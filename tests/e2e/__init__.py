@@ -1,0 +1,1 @@
+"""End-to-end tests: real git repositories, real pytest runs, the installed CLI."""

@@ -1,0 +1,193 @@
+"""A throwaway git repository with a seeded flaky property, and the CLI run against it.
+
+The sample project is tiny but real: ``mylib.checksum_ok`` misses for every
+third seed on the base commit already (a pre-existing flake), and the patch
+commit adds a regression that misses for every seventh seed too.  The
+property test reads its seed from ``--prop-seed`` (or ``PROP_SEED``), so
+``{seed}`` in the replay command pins it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+__all__ = [
+    "EPOCH_LOCK",
+    "PROPERTY_FILE",
+    "TEST_ID",
+    "SampleRepo",
+    "decision",
+    "git",
+    "make_repo",
+    "pytest_command",
+]
+
+PROPERTY_FILE = "tests/test_prop.py"
+EPOCH_LOCK = "fixtures/epoch.lock"
+FIXTURE = "fixtures/data.json"
+#: The property's id as the JUnit adapter names it (``classname::name``).
+TEST_ID = "tests.test_prop::test_property"
+
+_FILES: dict[str, str] = {
+    "pytest.ini": "[pytest]\naddopts = -p no:cacheprovider\n",
+    "conftest.py": (
+        "import os\n\nimport pytest\n\n\n"
+        "def pytest_addoption(parser):\n"
+        '    parser.addoption("--prop-seed", type=int, default=None)\n\n\n'
+        "@pytest.fixture\n"
+        "def seed(request):\n"
+        '    value = request.config.getoption("--prop-seed")\n'
+        '    return int(os.environ["PROP_SEED"]) if value is None else value\n'
+    ),
+    "mylib.py": (
+        "def checksum_ok(seed):\n"
+        '    """A pre-existing, seed-dependent flake: every third seed misses."""\n'
+        "    return seed % 3 != 0\n"
+    ),
+    PROPERTY_FILE: (
+        "import mylib\n\n\ndef test_property(seed):\n    assert mylib.checksum_ok(seed)\n"
+    ),
+    EPOCH_LOCK: "fixture-epoch: 2026-11 (generator v3)\n",
+    FIXTURE: '{"values": [1, 2, 3], "unit": "ms"}\n',
+    ".gitignore": "__pycache__/\n*.xml\n",
+}
+
+#: The patch: a regression that misses for every seventh seed as well.
+_REGRESSION = (
+    "def checksum_ok(seed):\n"
+    '    """A pre-existing, seed-dependent flake: every third seed misses."""\n'
+    "    return seed % 3 != 0 and seed % 7 != 0  # the patch's regression\n"
+)
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in ``repo`` (no global config needed) and return stdout."""
+    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def pytest_command(*extra: str) -> list[str]:
+    """The property run as a replay COMMAND: the real pytest, the seed pinned."""
+    return [sys.executable, "-m", "pytest", "-q", PROPERTY_FILE, "--prop-seed={seed}", *extra]
+
+
+@attrs.frozen
+class SampleRepo:
+    """The repository, its two commits, and a private TMPDIR for the CLI."""
+
+    path: Path
+    base: str
+    head: str
+    tmp: Path
+
+    @property
+    def claimed_epoch(self) -> str:
+        """sha256 of the epoch lock as committed (what an honest claim names)."""
+        return hashlib.sha256((self.path / EPOCH_LOCK).read_bytes()).hexdigest()
+
+    def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The CLI's environment: TMPDIR private to this test, so leftovers show."""
+        env = dict(os.environ)
+        env["TMPDIR"] = str(self.tmp)
+        # The inner pytest needs no plugins; autoloading them costs most of its start-up.
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        env.update(extra or {})
+        return env
+
+    def flakecore(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """Run the installed CLI in the repository, as a pipeline would."""
+        return subprocess.run(
+            [sys.executable, "-m", "flakecore", *args],
+            cwd=self.path,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=timeout,
+        )
+
+    def replay_args(
+        self,
+        *,
+        seed: str,
+        out: Path,
+        command: Sequence[str] | None = None,
+        attempts: int = 2,
+        patch: Sequence[str] = ("--patch-misses", "1"),
+        extra: Sequence[str] = (),
+    ) -> list[str]:
+        """``replay`` arguments for the usual claim on this repository."""
+        return [
+            "replay",
+            "--base", self.base,
+            "--seed", seed,
+            "--attempts", str(attempts),
+            "--property-file", PROPERTY_FILE,
+            "--epoch-lock", EPOCH_LOCK,
+            "--claimed-epoch", self.claimed_epoch,
+            *patch,
+            "--out", str(out),
+            "--json",
+            *extra,
+            "--",
+            *(pytest_command() if command is None else command),
+        ]  # fmt: skip
+
+    def worktrees(self) -> list[str]:
+        """Paths ``git worktree list`` shows (the main checkout first)."""
+        out = git(self.path, "worktree", "list", "--porcelain")
+        return [line.split(" ", 1)[1] for line in out.splitlines() if line.startswith("worktree ")]
+
+    def assert_clean(self) -> None:
+        """No worktree but the main one is registered, and nothing is left in TMPDIR."""
+        assert self.worktrees() == [str(self.path)]
+        assert sorted(p.name for p in self.tmp.iterdir()) == []
+        assert not (self.path / ".git" / "worktrees").exists() or not any(
+            (self.path / ".git" / "worktrees").iterdir()
+        )
+
+
+def make_repo(
+    root: Path, *, regression: bool = True, fixture_on_head: str | None = None
+) -> SampleRepo:
+    """Create the sample repository: a base commit, then the patch commit (HEAD)."""
+    path = root / "repo"
+    tmp = root / "tmp"
+    path.mkdir()
+    tmp.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.name", "flakecore e2e")
+    git(path, "config", "user.email", "e2e@flakecore.invalid")
+    git(path, "config", "commit.gpgsign", "false")
+    for name, text in _FILES.items():
+        file = path / name
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(text)
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "base: a flaky checksum")
+    base = git(path, "rev-parse", "HEAD").strip()
+    if regression:
+        (path / "mylib.py").write_text(_REGRESSION)
+    if fixture_on_head is not None:
+        (path / FIXTURE).write_text(fixture_on_head)
+    git(path, "commit", "-q", "--allow-empty", "-a", "-m", "patch")
+    head = git(path, "rev-parse", "HEAD").strip()
+    return SampleRepo(path=path, base=base, head=head, tmp=tmp)
+
+
+def decision(run: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    """The one JSON decision a ``--json`` run printed (``Any``: tests index into it freely)."""
+    lines = run.stdout.splitlines()
+    assert len(lines) == 1, (run.stdout, run.stderr)
+    value = json.loads(lines[0])
+    assert isinstance(value, dict)
+    return value

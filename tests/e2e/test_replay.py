@@ -1,0 +1,529 @@
+"""``flakecore replay`` end to end: a real repository, a real worktree, real pytest runs.
+
+Every test checks the exact code, exit and files, and that the worktree is
+gone afterwards (``git worktree list`` shows only the checkout, TMPDIR is
+empty) -- on the accept path, every reject path, a timeout and a signal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pty
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from e2e.support import (
+    EPOCH_LOCK,
+    PROPERTY_FILE,
+    TEST_ID,
+    SampleRepo,
+    decision,
+    git,
+    make_repo,
+    pytest_command,
+)
+from flakecore.attempts import AttemptWriter
+from flakecore.codes import AttemptResult
+
+pytestmark = pytest.mark.e2e
+
+#: Appends a line to the file named by argv[1], then runs argv[2:]: a loader that rewrites.
+_REWRITER = (
+    "import pathlib, subprocess, sys; p = pathlib.Path(sys.argv[1]); "
+    "p.write_bytes(p.read_bytes() + b'# rewritten during the run\\n'); "
+    "sys.exit(subprocess.call(sys.argv[2:]))"
+)
+#: Writes its pid to argv[1], then sleeps: an attempt that hangs.
+_SLEEPER = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(120)"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> SampleRepo:
+    return make_repo(tmp_path)
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def results(d: dict[str, object]) -> list[object]:
+    replay = d["replay"]
+    assert isinstance(replay, dict)
+    return [a["result"] for a in replay["attempts"]]
+
+
+def assert_dead(pid: int) -> None:
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_preexisting_flake_is_accepted_and_the_freeze_record_written(
+    repo: SampleRepo, tmp_path: Path
+) -> None:
+    out, log = tmp_path / "freeze.json", tmp_path / "base.jsonl"
+    extra = ["--log", str(log), "--test-id", TEST_ID]
+    run = repo.flakecore(*repo.replay_args(seed="3", out=out, extra=extra))
+    d = decision(run)
+    assert (run.returncode, d["code"], d["exit"], d["accepted"]) == (
+        0,
+        "ACCEPT_PREEXISTING",
+        0,
+        True,
+    )
+    assert results(d) == ["miss", "miss"]
+    prop, epoch = sha256(repo.path / PROPERTY_FILE), repo.claimed_epoch
+    packet = {
+        "format": "flakecore.admit-packet",
+        "format_version": "1.0",
+        "base_misses": 2,
+        "base_attempts": 2,
+        "patch_misses": 1,
+        "property_sha256": prop,
+        "base_property_sha256": prop,
+        "fixture_epoch": epoch,
+        "base_fixture_epoch": epoch,
+        "claimed_epoch": epoch,
+        "property_id": TEST_ID,
+        "seed": "3",
+        "base_sha": repo.base,
+    }
+    assert d["packet"] == packet
+    assert json.loads(out.read_text()) == {
+        "format": "flakecore.freeze-record",
+        "format_version": "1.0",
+        "property_id": TEST_ID,
+        "seed": "3",
+        "base_sha": repo.base,
+        "property_sha256": prop,
+        "base_property_sha256": prop,
+        "fixture_epoch": epoch,
+        "base_misses": 2,
+        "base_attempts": 2,
+        "patch_misses": 1,
+        "verdict": "ACCEPT_PREEXISTING",
+        "policy_values": {"attempt_cap": 5, "min_base_misses": 1},
+    }
+    assert log.read_bytes() == (
+        b'{"seed":"3","n":1,"result":"miss"}\n{"seed":"3","n":2,"result":"miss"}\n'
+    )
+    # The packet it printed is one the admit verb decides the same way.
+    packet_file = tmp_path / "packet.json"
+    packet_file.write_text(json.dumps(packet))
+    assert repo.flakecore("admit", str(packet_file)).returncode == 0
+    repo.assert_clean()
+
+
+def test_patch_introduced_miss_is_rejected_and_a_stale_record_deleted(
+    repo: SampleRepo, tmp_path: Path
+) -> None:
+    out = tmp_path / "freeze.json"
+    out.write_text('{"verdict": "ACCEPT_PREEXISTING"}\n')  # yesterday's record
+    run = repo.flakecore(*repo.replay_args(seed="7", out=out))
+    d = decision(run)
+    assert (run.returncode, d["code"], d["accepted"]) == (4, "REJECT_PATCH_INTRODUCED", False)
+    assert d["reasons"] == ["base missed 0 of 2; only the patch missed"]
+    assert results(d) == ["pass", "pass"]
+    assert not out.exists()
+    repo.assert_clean()
+
+
+def test_text_output_and_seed_env(repo: SampleRepo, tmp_path: Path) -> None:
+    out = tmp_path / "freeze.json"
+    command = [sys.executable, "-m", "pytest", "-q", PROPERTY_FILE]  # seed from PROP_SEED
+    args = repo.replay_args(seed="6", out=out, command=command, attempts=1)
+    args.remove("--json")
+    args[args.index("--") : args.index("--")] = ["--seed-env", "PROP_SEED"]
+    run = repo.flakecore(*args)
+    assert run.returncode == 0
+    assert run.stdout.splitlines() == [
+        "exit=0 admit=ACCEPT_PREEXISTING base_misses=1/1 -- base missed 1 of 1 (floor 1)",
+        f"freeze record: {out}",
+    ]
+    assert out.is_file()
+    repo.assert_clean()
+
+
+@pytest.mark.parametrize(
+    ("path", "code", "exit_code", "note"),
+    [
+        (PROPERTY_FILE, "REJECT_PROPERTY_DRIFT", 2, "base_property changed during attempt 1"),
+        (EPOCH_LOCK, "REJECT_FIXTURE_EPOCH", 3, "base_epoch_lock changed during attempt 1"),
+    ],
+    ids=["property-file", "epoch-lock"],
+)
+def test_a_file_rewritten_during_the_run_is_drift(
+    repo: SampleRepo, tmp_path: Path, path: str, code: str, exit_code: int, note: str
+) -> None:
+    # Seed 3 misses on base: without the re-hash after each attempt this would be an accept.
+    out = tmp_path / "freeze.json"
+    command = [sys.executable, "-c", _REWRITER, path, *pytest_command()]
+    run = repo.flakecore(*repo.replay_args(seed="3", out=out, command=command))
+    d = decision(run)
+    assert (run.returncode, d["code"], d["exit"]) == (exit_code, code, exit_code)
+    assert note in d["reasons"]
+    assert results(d) == ["miss", "miss"]
+    assert not out.exists()
+    repo.assert_clean()
+
+
+def test_epoch_lock_changed_by_the_patch_is_a_fixture_epoch_reject(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    (repo.path / EPOCH_LOCK).write_text("fixture-epoch: 2026-12 (generator v4)\n")
+    git(repo.path, "commit", "-q", "-am", "regenerate fixtures")
+    out = tmp_path / "freeze.json"
+    run = repo.flakecore(*repo.replay_args(seed="3", out=out, attempts=1))
+    d = decision(run)
+    assert (run.returncode, d["code"]) == (3, "REJECT_FIXTURE_EPOCH")
+    assert d["reasons"] == ["fixture epoch differs on the base run"]
+    assert not out.exists()
+    repo.assert_clean()
+
+
+def test_claimed_epoch_that_is_a_name_is_incomplete_and_runs_nothing(
+    repo: SampleRepo, tmp_path: Path
+) -> None:
+    args = repo.replay_args(seed="3", out=tmp_path / "freeze.json")
+    args[args.index("--claimed-epoch") + 1] = "epoch-2026-11"
+    run = repo.flakecore(*args)
+    d = decision(run)
+    assert (run.returncode, d["code"]) == (1, "REJECT_INCOMPLETE")
+    assert d["packet"] is None and results(d) == []
+    repo.assert_clean()
+
+
+#: post-checkout hooks that leave a fresh worktree not exactly the base commit.
+_HOOKS = {
+    "untracked-file": "echo generated > generated.txt\n",
+    "ignored-file": "mkdir -p __pycache__ && echo stale > __pycache__/mylib.cpython.pyc\n",
+    "modified-property": f"printf '# patched by a hook\\n' >> {PROPERTY_FILE}\n",
+}
+
+
+@pytest.mark.parametrize("hook", list(_HOOKS), ids=list(_HOOKS))
+def test_dirty_base_worktree_is_incomplete_and_never_cleaned(
+    repo: SampleRepo, tmp_path: Path, hook: str
+) -> None:
+    # A fresh worktree of a commit can only be dirty if something ran in it: a
+    # post-checkout hook (LFS, husky, a generator) or a checkout filter.
+    hook_file = repo.path / ".git" / "hooks" / "post-checkout"
+    hook_file.write_text("#!/bin/sh\n" + _HOOKS[hook])
+    hook_file.chmod(0o755)
+    out = tmp_path / "freeze.json"
+    run = repo.flakecore(*repo.replay_args(seed="3", out=out))
+    d = decision(run)
+    assert (run.returncode, d["code"], d["exit"]) == (1, "REJECT_INCOMPLETE", 1)
+    (reason,) = d["reasons"]
+    assert isinstance(reason, str) and reason.startswith("base worktree is not clean: ")
+    assert results(d) == []  # nothing ran in it
+    assert not out.exists()
+    repo.assert_clean()
+
+
+def test_not_a_repository_is_a_one_line_refusal(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "prop.py").write_text("")
+    (plain / "epoch.lock").write_text("")
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)}
+    run = subprocess.run(
+        [
+            sys.executable, "-m", "flakecore", "replay", "--base", "HEAD", "--seed", "3",
+            "--property-file", "prop.py", "--epoch-lock", "epoch.lock",
+            "--claimed-epoch", "a" * 64, "--patch-misses", "1", "--out", "rec.json",
+            "--", "true", "{seed}",
+        ],
+        cwd=plain, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert run.returncode == 1
+    assert run.stdout.startswith("exit=1 admit=REJECT_INCOMPLETE base_misses=0/0 -- git rev-parse")
+    assert "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("base", ["0" * 40, "no-such-branch", "HEAD~9"])
+def test_unknown_base_is_incomplete(repo: SampleRepo, tmp_path: Path, base: str) -> None:
+    args = repo.replay_args(seed="3", out=tmp_path / "freeze.json")
+    args[args.index("--base") + 1] = base
+    run = repo.flakecore(*args)
+    d = decision(run)
+    assert (run.returncode, d["code"]) == (1, "REJECT_INCOMPLETE")
+    assert d["reasons"] == [f"unknown revision {base!r}: not a commit in this repository"]
+    assert "Traceback" not in run.stderr
+    repo.assert_clean()
+
+
+@pytest.mark.parametrize(
+    ("extra", "command", "expected", "code"),
+    [
+        ((), pytest_command(), ["miss"], "ACCEPT_PREEXISTING"),  # pytest 1: tests failed
+        ((), pytest_command("--no-such-option"), ["error"], "REJECT_PATCH_INTRODUCED"),  # 4
+        ((), pytest_command("-k", "nothing_matches"), ["error"], "REJECT_PATCH_INTRODUCED"),  # 5
+        (("--miss-exit-codes", "4"), pytest_command("--nope"), ["miss"], "ACCEPT_PREEXISTING"),
+    ],
+    ids=["exit-1-miss", "exit-4-error", "exit-5-error", "custom-miss-code"],
+)
+def test_exit_status_convention_without_a_report(
+    repo: SampleRepo,
+    tmp_path: Path,
+    extra: tuple[str, ...],
+    command: list[str],
+    expected: list[str],
+    code: str,
+) -> None:
+    args = repo.replay_args(seed="3", out=tmp_path / "r.json", command=command, attempts=1)
+    run = repo.flakecore(*args[: args.index("--")], *extra, *args[args.index("--") :])
+    d = decision(run)
+    assert (d["code"], results(d)) == (code, expected)
+    repo.assert_clean()
+
+
+def test_timeout_kills_the_attempt_and_counts_it_as_a_timeout(
+    repo: SampleRepo, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "pid"
+    command = [sys.executable, "-c", _SLEEPER, str(pid_file), "{seed}"]
+    args = repo.replay_args(seed="3", out=tmp_path / "r.json", command=command, attempts=1)
+    started = time.monotonic()
+    run = repo.flakecore(*args[: args.index("--")], "--timeout", "1", *args[args.index("--") :])
+    assert time.monotonic() - started < 60
+    d = decision(run)
+    assert (run.returncode, d["code"]) == (4, "REJECT_PATCH_INTRODUCED")  # a timeout is no miss
+    assert results(d) == ["timeout"]
+    assert_dead(int(pid_file.read_text()))
+    repo.assert_clean()
+
+
+@pytest.mark.parametrize(
+    ("signum", "exit_code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["TERM", "INT"]
+)
+def test_a_signal_mid_attempt_removes_the_worktree(
+    repo: SampleRepo, tmp_path: Path, signum: int, exit_code: int
+) -> None:
+    pid_file, out = tmp_path / "pid", tmp_path / "freeze.json"
+    out.write_text("{}")
+    command = [sys.executable, "-c", _SLEEPER, str(pid_file), "{seed}"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flakecore", *repo.replay_args(seed="3", out=out, command=command)],
+        cwd=repo.path,
+        env=repo.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (pid_file.exists() and pid_file.read_text()):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert len(repo.worktrees()) == 2  # mid-attempt: the base worktree is there
+        proc.send_signal(signum)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == exit_code
+    assert stdout == ""
+    assert "Traceback" not in stderr
+    assert_dead(int(pid_file.read_text()))
+    assert not out.exists()
+    repo.assert_clean()
+
+
+def test_usage_errors_exit_64_and_still_delete_a_stale_record(
+    repo: SampleRepo, tmp_path: Path
+) -> None:
+    out = tmp_path / "freeze.json"
+    for args, message in [
+        (repo.replay_args(seed="3", out=out, attempts=6), "--attempts must be in 1..5"),
+        (
+            repo.replay_args(seed="3", out=out, command=["pytest", PROPERTY_FILE]),
+            "put {seed} in it",
+        ),
+    ]:
+        out.write_text("{}")
+        run = repo.flakecore(*args)
+        assert run.returncode == 64
+        assert message in run.stderr and run.stdout == ""
+        assert not out.exists()
+    repo.assert_clean()
+
+
+def _patch_log(path: Path, seed: str | int, *results: AttemptResult) -> Path:
+    with AttemptWriter(path, seed) as writer:
+        for result in results:
+            writer.append(result)
+    return path
+
+
+def test_patch_log_is_reduced_for_patch_misses(repo: SampleRepo, tmp_path: Path) -> None:
+    log = _patch_log(tmp_path / "patch.jsonl", "7", AttemptResult.PASS, AttemptResult.MISS)
+    patch = ("--patch-log", str(log))
+    run = repo.flakecore(*repo.replay_args(seed="7", out=tmp_path / "r.json", patch=patch))
+    d = decision(run)
+    assert (run.returncode, d["code"]) == (4, "REJECT_PATCH_INTRODUCED")
+    packet = d["packet"]
+    assert isinstance(packet, dict) and packet["patch_misses"] == 1
+    repo.assert_clean()
+
+
+def test_patch_log_of_another_seed_or_truncated_is_incomplete(
+    repo: SampleRepo, tmp_path: Path
+) -> None:
+    other = _patch_log(tmp_path / "int-seed.jsonl", 3, AttemptResult.MISS)  # 3 is not "3"
+    truncated = tmp_path / "truncated.jsonl"
+    truncated.write_bytes(b'{"seed":"3","n":1,"result":"miss"}\n{"seed":"3","n":2,"res')
+    for log, reason in [
+        (other, "patch log seed 3 is not the pinned seed '3'"),
+        (truncated, "patch log is incomplete"),
+    ]:
+        args = repo.replay_args(seed="3", out=tmp_path / "r.json", patch=("--patch-log", str(log)))
+        run = repo.flakecore(*args)
+        d = decision(run)
+        assert (run.returncode, d["code"], results(d)) == (1, "REJECT_INCOMPLETE", [])
+        (text,) = d["reasons"]
+        assert isinstance(text, str) and text.startswith(reason)
+    missing = repo.flakecore(
+        *repo.replay_args(seed="3", out=tmp_path / "r.json", patch=("--patch-log", "nope.jsonl"))
+    )
+    assert missing.returncode == 66
+    repo.assert_clean()
+
+
+def test_existing_log_is_never_appended_to(repo: SampleRepo, tmp_path: Path) -> None:
+    log = tmp_path / "base.jsonl"
+    log.write_bytes(b'{"seed":"3","n":1,"result":"miss"}\n')
+    args = repo.replay_args(seed="7", out=tmp_path / "r.json", extra=["--log", str(log)])
+    run = repo.flakecore(*args)
+    assert run.returncode == 73
+    assert log.read_bytes() == b'{"seed":"3","n":1,"result":"miss"}\n'
+    repo.assert_clean()
+
+
+def _report_args(repo: SampleRepo, out: Path, *, seed: str, command: list[str]) -> list[str]:
+    args = repo.replay_args(seed=seed, out=out, command=command)
+    report = ["--report", "report.xml", "--format", "junit", "--test-id", TEST_ID]
+    return [*args[: args.index("--")], *report, *args[args.index("--") :]]
+
+
+@pytest.mark.parametrize(
+    ("seed", "exit_code", "code", "expected"),
+    [
+        ("3", 0, "ACCEPT_PREEXISTING", ["miss", "miss"]),
+        ("7", 4, "REJECT_PATCH_INTRODUCED", ["pass", "pass"]),
+    ],
+    ids=["preexisting", "patch-introduced"],
+)
+def test_junit_report_decides_each_attempt(
+    repo: SampleRepo, tmp_path: Path, seed: str, exit_code: int, code: str, expected: list[str]
+) -> None:
+    pytest.importorskip("flakecore_adapters", reason="--report needs flakecore[adapters]")
+    out = tmp_path / "freeze.json"
+    command = pytest_command("--junitxml=report.xml")
+    run = repo.flakecore(*_report_args(repo, out, seed=seed, command=command))
+    d = decision(run)
+    assert (run.returncode, d["code"], results(d)) == (exit_code, code, expected)
+    assert out.exists() is (exit_code == 0)
+    repo.assert_clean()
+
+
+@pytest.mark.parametrize(
+    ("command", "test_id", "reason"),
+    [
+        (pytest_command(), TEST_ID, "no report at report.xml after the attempt (exit 1)"),
+        (
+            pytest_command("--junitxml=report.xml"),
+            "tests.test_prop::test_other",
+            "report report.xml has no record for 'tests.test_prop::test_other'",
+        ),
+    ],
+    ids=["report-missing", "no-record-for-test-id"],
+)
+def test_unusable_report_is_incomplete(
+    repo: SampleRepo, tmp_path: Path, command: list[str], test_id: str, reason: str
+) -> None:
+    pytest.importorskip("flakecore_adapters", reason="--report needs flakecore[adapters]")
+    out = tmp_path / "freeze.json"
+    args = _report_args(repo, out, seed="3", command=command)
+    args[args.index("--test-id") + 1] = test_id
+    run = repo.flakecore(*args)
+    d = decision(run)
+    assert (run.returncode, d["code"], d["reasons"]) == (1, "REJECT_INCOMPLETE", [reason])
+    assert results(d) == []
+    assert not out.exists()
+    repo.assert_clean()
+
+
+def test_stale_report_in_the_base_commit_is_never_read(tmp_path: Path) -> None:
+    pytest.importorskip("flakecore_adapters", reason="--report needs flakecore[adapters]")
+    repo = make_repo(tmp_path)
+    # The base commit itself carries a report in which the test passed.
+    subprocess.run(
+        [sys.executable, "-m", "pytest", PROPERTY_FILE, "--prop-seed=1", "--junitxml=report.xml"],
+        cwd=repo.path,
+        env=repo.env(),
+        capture_output=True,
+        check=True,
+    )
+    stale = (repo.path / "report.xml").read_text()
+    git(repo.path, "add", "-f", "report.xml")
+    git(repo.path, "commit", "-q", "-m", "a committed report")
+    base = git(repo.path, "rev-parse", "HEAD").strip()
+    out = tmp_path / "freeze.json"
+    args = _report_args(repo, out, seed="1", command=pytest_command())  # writes no report
+    args[args.index("--base") + 1] = base
+    run = repo.flakecore(*args)
+    d = decision(run)
+    assert (run.returncode, d["code"]) == (1, "REJECT_INCOMPLETE")
+    assert d["reasons"] == ["no report at report.xml after the attempt (exit 0)"]
+    assert (repo.path / "report.xml").read_text() == stale  # the checkout is never touched
+    repo.assert_clean()
+
+
+def test_progress_only_on_a_terminal(repo: SampleRepo, tmp_path: Path) -> None:
+    args = repo.replay_args(seed="3", out=tmp_path / "r.json", attempts=2)
+    piped = repo.flakecore(*args)
+    assert "attempt 1/2" not in piped.stderr
+    master, slave = pty.openpty()
+    chunks: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # EIO: the terminal's other end closed
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    try:
+        run = subprocess.run(
+            [sys.executable, "-m", "flakecore", *args],
+            cwd=repo.path,
+            env=repo.env(),
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            check=False,
+            timeout=120,
+        )
+    finally:
+        os.close(slave)
+        reader.join(timeout=30)
+        os.close(master)
+    assert run.returncode == 0
+    terminal = b"".join(chunks).decode()
+    assert "attempt 1/2 misses=1" in terminal
+    assert "attempt 2/2 misses=2" in terminal
+    assert json.loads(run.stdout)["code"] == "ACCEPT_PREEXISTING"
+    repo.assert_clean()

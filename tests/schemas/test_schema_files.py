@@ -1,0 +1,333 @@
+"""The schema files themselves: house rules, and agreement with the core's vocabulary.
+
+The schemas are written by hand, so these tests are what keeps them honest:
+every object closed (``additionalProperties: false``), every field titled and
+described, every enum equal to the core enum it mirrors, the shared ``$defs``
+identical in every file, and no rule that one language's regex engine reads
+differently from another's.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import json
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import flakecore
+from flakecore import (
+    AdmitCode,
+    Attempt,
+    AttemptFlag,
+    AttemptResult,
+    BudgetCode,
+    ClassifyClass,
+    DecideCode,
+    FailureClass,
+    LogStatus,
+    Outcome,
+    PolicyName,
+    Source,
+    validation,
+)
+from flakecore.exits import ADMIT_EXIT, BUDGET_EXIT, CLASSIFY_EXIT, DECIDE_EXIT
+from flakecore.records import (
+    ADMIT_FIELDS,
+    BUDGET_FIELDS,
+    CLASSIFY_FIELDS,
+    DECIDE_FIELDS,
+    DECIDE_IDENTITY_FIELDS,
+    Replay,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+KINDS = (
+    "admit-packet",
+    "attempt-line",
+    "attempt-record",
+    "attempts-summary",
+    "budget-packet",
+    "classify-report",
+    "decide-packet",
+    "decision",
+    "freeze-record",
+    "lease",
+    "ledger-row",
+)
+#: Records flakecore writes must name their format; input packets may leave it out.
+EMITTED = ("attempt-record", "attempts-summary", "decision", "freeze-record", "lease", "ledger-row")
+PACKETS = ("admit-packet", "budget-packet", "classify-report", "decide-packet")
+FORMAT_KEYS = {"format", "format_version"}
+NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
+
+
+def schema(kind: str) -> dict[str, Any]:
+    return validation.load_schema(kind)
+
+
+def props(kind: str) -> dict[str, Any]:
+    value = schema(kind)["properties"]
+    assert isinstance(value, dict)
+    return value
+
+
+def defining_nodes(node: Any, where: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Subschemas that *define* a value (root, properties, items, $defs, anyOf branches).
+
+    Conditional refinements (``if``/``then``/``else``/``not``/``contains``) only
+    narrow a value already defined elsewhere, so the house rules skip them.
+    """
+    if not isinstance(node, dict):
+        return
+    yield where, node
+    for name, sub in node.get("properties", {}).items():
+        yield from defining_nodes(sub, f"{where}/properties/{name}")
+    for name, sub in node.get("$defs", {}).items():
+        yield from defining_nodes(sub, f"{where}/$defs/{name}")
+    if "items" in node:
+        yield from defining_nodes(node["items"], f"{where}/items")
+    for i, sub in enumerate(node.get("anyOf", [])):
+        yield from defining_nodes(sub, f"{where}/anyOf/{i}")
+
+
+def all_nodes(node: Any, where: str = "") -> Iterator[tuple[str, Any]]:
+    """Every subschema position (keys of a ``properties`` map are names, not keywords)."""
+    if isinstance(node, dict):
+        yield where, node
+        for key, value in node.items():
+            if key in ("properties", "$defs"):
+                for name, sub in value.items():
+                    yield from all_nodes(sub, f"{where}/{key}/{name}")
+            elif key in ("enum", "const", "required", "examples"):
+                continue
+            else:
+                yield from all_nodes(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from all_nodes(value, f"{where}/{i}")
+
+
+def test_the_shipped_kinds() -> None:
+    assert validation.schema_names() == KINDS
+
+
+def test_repository_files_are_the_kinds() -> None:
+    on_disk = sorted(p.name for p in (REPO / "schemas").glob("*.json"))
+    assert on_disk == sorted(f"{k}.v1.json" for k in KINDS)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_dialect_id_and_metaschema(kind: str) -> None:
+    from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
+
+    doc = schema(kind)
+    assert doc["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert doc["$id"] == f"https://flakecore.invalid/schemas/{kind}.v1.json"
+    assert doc["$id"] == validation.schema_id(kind)
+    Draft202012Validator.check_schema(doc)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_object_is_closed_and_every_field_documented(kind: str) -> None:
+    doc = schema(kind)
+    for key in ("title", "description"):
+        assert isinstance(doc.get(key), str) and doc[key].strip(), f"{kind}: no {key}"
+    for where, node in defining_nodes(doc):
+        if node.get("type") == "object" or "properties" in node:
+            assert node.get("type") == "object", f"{kind}{where}: an object without type"
+            assert node.get("additionalProperties") is False, f"{kind}{where}: not closed"
+            assert node.get("properties"), f"{kind}{where}: a free-form object"
+            for name in node.get("required", []):
+                assert name in node["properties"], f"{kind}{where}: requires undefined {name}"
+            for name, sub in node["properties"].items():
+                for key in ("title", "description"):
+                    text = sub.get(key) if isinstance(sub, dict) else None
+                    assert isinstance(text, str) and text.strip(), f"{kind}{where}/{name}: {key}"
+    for name, sub in doc.get("$defs", {}).items():
+        assert sub.get("title") and sub.get("description"), f"{kind}: $defs/{name} undocumented"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_only_local_refs_and_no_format_keyword(kind: str) -> None:
+    for where, node in all_nodes(schema(kind)):
+        if not isinstance(node, dict):
+            continue
+        ref = node.get("$ref")
+        if ref is not None:
+            assert ref.startswith("#/$defs/"), f"{kind}{where}: $ref {ref!r} leaves the file"
+            assert ref.removeprefix("#/$defs/") in schema(kind)["$defs"]
+        # Validators ignore "format" by default, so a rule spelt that way would be no rule.
+        assert "format" not in node, f"{kind}{where}"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_anchored_patterns_are_closed_against_a_trailing_newline(kind: str) -> None:
+    """Python's ``$`` also matches before a final newline; ECMAScript's does not."""
+    for where, node in all_nodes(schema(kind)):
+        if not isinstance(node, dict) or "pattern" not in node:
+            continue
+        pattern = node["pattern"]
+        re.compile(pattern)
+        assert "\\d" not in pattern and "\\s" not in pattern and "\\w" not in pattern, (
+            f"{kind}{where}: \\d, \\s and \\w mean different things in Python and ECMAScript"
+        )
+        if pattern.endswith("$"):
+            # Fixed length: a trailing newline makes the string one too long.
+            assert node.get("minLength") == node.get("maxLength") is not None, f"{kind}{where}"
+        elif "$" in pattern:
+            assert pattern.endswith("$(?!\\n)"), f"{kind}{where}: {pattern}"
+
+
+def test_shared_definitions_are_identical_in_every_file() -> None:
+    seen: dict[str, tuple[str, Any]] = {}
+    for kind in KINDS:
+        for name, definition in schema(kind).get("$defs", {}).items():
+            if name in seen:
+                first, value = seen[name]
+                assert definition == value, f"$defs/{name} differs between {first} and {kind}"
+            else:
+                seen[name] = (kind, definition)
+    assert {"digest", "formatVersion", "nonBlank", "timestamp", "replay"} <= set(seen)
+
+
+def test_the_blank_class_is_pythons_whitespace() -> None:
+    """nonBlank spells out str.isspace() so that ECMAScript's \\s does not decide."""
+    pattern = schema("admit-packet")["$defs"]["nonBlank"]["pattern"]
+    whitespace = [chr(c) for c in range(0x110000) if chr(c).isspace()]
+    assert all(re.search(pattern, ch) is None for ch in whitespace)
+    assert re.search(pattern, "\u200b") and re.search(pattern, "\ufeff")
+    for ch in whitespace:
+        assert (ch.strip() == "") is (re.search(pattern, ch) is None)
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if k != "attempt-line"])
+def test_format_fields(kind: str) -> None:
+    doc, fields = schema(kind), props(kind)
+    assert fields["format"]["const"] == f"flakecore.{kind}"
+    assert fields["format_version"]["$ref"] == "#/$defs/formatVersion"
+    required = set(doc["required"])
+    if kind in EMITTED:
+        assert required >= FORMAT_KEYS
+    else:
+        assert not required & FORMAT_KEYS
+
+
+def test_attempt_line_is_exactly_seed_n_result() -> None:
+    doc = schema("attempt-line")
+    assert set(doc["properties"]) == {"seed", "n", "result"}
+    assert set(doc["required"]) == {"seed", "n", "result"}
+
+
+def test_packet_fields_are_the_wire_names() -> None:
+    """SPEC 6: these names are the cross-language contract; the core lists them too."""
+    assert set(props("admit-packet")) == set(ADMIT_FIELDS) | FORMAT_KEYS
+    assert set(props("decide-packet")) == set(DECIDE_FIELDS) | FORMAT_KEYS
+    assert set(props("budget-packet")) == set(BUDGET_FIELDS) | FORMAT_KEYS
+    assert set(props("classify-report")) == set(CLASSIFY_FIELDS) | FORMAT_KEYS
+    assert set(DECIDE_IDENTITY_FIELDS) <= set(schema("decide-packet")["required"])
+    replay = schema("classify-report")["$defs"]["replay"]
+    assert set(replay["properties"]) == {a.name for a in Replay.__attrs_attrs__}
+    assert schema("lease")["$defs"]["replay"] == replay
+
+
+def test_emitted_record_fields_are_what_the_core_writes() -> None:
+    attempt = Attempt(
+        test_id="t",
+        outcome=Outcome.PASS,
+        native="passed",
+        attempt=1,
+        source=Source(file="f", format="junit"),
+    )
+    assert set(props("attempt-record")) == set(attempt.to_json())
+    source = props("attempt-record")["source"]["properties"]
+    assert set(source) == {a.name for a in Source.__attrs_attrs__}
+    summary = flakecore.reduce_logs([]).to_json()
+    assert set(props("attempts-summary")) == set(summary)
+    decision = flakecore.classify({}, now=NOW).to_json()
+    assert set(props("decision")) == set(decision) | {"input", "error"}
+
+
+def test_enums_equal_the_core_enums() -> None:
+    def values(members: type[enum.Enum]) -> list[object]:
+        return [m.value for m in members]
+
+    assert props("decide-packet")["local_class"]["enum"] == values(FailureClass)
+    assert props("decide-packet")["clean_class"]["enum"] == values(FailureClass)
+    assert props("attempt-line")["result"]["enum"] == values(AttemptResult)
+    assert props("attempt-record")["outcome"]["enum"] == values(Outcome)
+    assert props("attempt-record")["flags"]["items"]["enum"] == values(AttemptFlag)
+    assert props("attempts-summary")["status"]["enum"] == values(LogStatus)
+    assert list(props("attempts-summary")["results"]["properties"]) == values(AttemptResult)
+    assert props("decision")["policy"]["enum"] == values(PolicyName)
+    every = {c.value for e in (AdmitCode, DecideCode, BudgetCode, ClassifyClass) for c in e}
+    assert set(props("decision")["code"]["enum"]) == every
+    assert props("lease")["class"]["const"] == ClassifyClass.FLAKE.value
+    assert props("freeze-record")["verdict"]["const"] == AdmitCode.ACCEPT_PREEXISTING.value
+    assert props("ledger-row")["code"]["const"] == BudgetCode.FLAKE_CANDIDATE.value
+
+
+def _policy_rule(policy: PolicyName) -> dict[str, Any]:
+    for rule in schema("decision")["allOf"]:
+        condition = rule.get("if", {}).get("properties", {}).get("policy", {})
+        if condition.get("const") == policy.value:
+            then = rule["then"]
+            assert isinstance(then, dict)
+            return then
+    raise AssertionError(f"no rule for {policy.value}")
+
+
+@pytest.mark.parametrize(
+    ("policy", "codes", "table"),
+    [
+        (PolicyName.ADMIT, AdmitCode, ADMIT_EXIT),
+        (PolicyName.DECIDE, DecideCode, DECIDE_EXIT),
+        (PolicyName.BUDGET, BudgetCode, BUDGET_EXIT),
+        (PolicyName.CLASSIFY, ClassifyClass, CLASSIFY_EXIT),
+    ],
+)
+def test_decision_codes_per_policy(policy: PolicyName, codes: Any, table: Any) -> None:
+    rule = _policy_rule(policy)
+    assert set(rule["properties"]["code"]["enum"]) == {c.value for c in codes}
+    accepting = rule["allOf"][0]["then"]["properties"]
+    code = codes(accepting["code"]["const"])
+    assert table[code] == accepting["exit"]["const"]
+
+
+@pytest.mark.parametrize("policy", list(PolicyName))
+def test_decision_policy_values_per_policy(policy: PolicyName) -> None:
+    judges: dict[PolicyName, Callable[[], flakecore.Decision[Any]]] = {
+        PolicyName.ADMIT: lambda: flakecore.admit({}),
+        PolicyName.DECIDE: lambda: flakecore.decide({}),
+        PolicyName.BUDGET: lambda: flakecore.budget({}),
+        PolicyName.CLASSIFY: lambda: flakecore.classify({}, now=NOW),
+    }
+    decision = judges[policy]()
+    names = set(decision.policy_values)
+    pv = _policy_rule(policy)["properties"]["policy_values"]
+    assert set(pv.get("propertyNames", {}).get("enum", [])) == names
+    known = set(props("decision")["policy_values"]["properties"])
+    assert names <= known
+    policy_fields = {a.name for a in flakecore.Policy.__attrs_attrs__}
+    assert known <= policy_fields | {"now"}
+
+
+def test_decision_error_exits_are_the_input_exits() -> None:
+    from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT
+
+    rule = schema("decision")["allOf"][-1]
+    assert set(rule["if"]["required"]) == {"error"}
+    assert set(rule["then"]["properties"]["exit"]["enum"]) == {EXIT_DATAERR, EXIT_NOINPUT}
+
+
+def test_schema_files_are_plain_ascii_json() -> None:
+    """ASCII with escapes: invisible characters in a pattern are spelt so a reviewer sees them."""
+    for path in (REPO / "schemas").glob("*.v1.json"):
+        raw = path.read_bytes()
+        assert raw.isascii(), path.name
+        assert raw.endswith(b"\n") and not raw.startswith(b"\xef\xbb\xbf")
+        json.loads(raw)
