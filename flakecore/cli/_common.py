@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
-import os
 import sys
 from collections.abc import Iterator, Sequence
 from typing import IO, NoReturn
@@ -20,9 +18,7 @@ from flakecore.timeutil import parse_rfc3339
 __all__ = [
     "Packet",
     "UsageArgumentParser",
-    "atomic_write",
     "die",
-    "dumps_pretty",
     "first_failure",
     "input_exit",
     "parse_now",
@@ -129,24 +125,3 @@ def parse_now(text: str | None) -> dt.datetime:
         return parse_rfc3339(text)
     except ValueError as exc:
         raise UsageError(f"--now: {exc}") from None
-
-
-def atomic_write(path: str, data: bytes) -> None:
-    """Write a file so readers see the old content or the new, never half."""
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def dumps_pretty(record: dict[str, object]) -> bytes:
-    """A record as an indented JSON file body."""
-    return (json.dumps(record, indent=2, ensure_ascii=True, allow_nan=False) + "\n").encode()

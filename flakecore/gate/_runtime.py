@@ -24,12 +24,14 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
+from typing import BinaryIO
 
 import attrs
 
 __all__ = [
     "CommandRun",
     "Terminated",
+    "atomic_file",
     "atomic_write",
     "child_env",
     "remove_file",
@@ -224,15 +226,26 @@ def remove_file(path: Path) -> None:
         path.unlink()
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write a file so readers see no file or the whole new one, never half of it."""
+@contextlib.contextmanager
+def atomic_file(path: Path) -> Iterator[BinaryIO]:
+    """A file readers see whole or not at all: written beside ``path``, renamed on success.
+
+    On any exception (or Ctrl-C) the temporary file is removed and ``path``
+    keeps its old content.
+    """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as fh:
-            fh.write(data)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         remove_file(tmp)
         raise
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (see :func:`atomic_file`)."""
+    with atomic_file(path) as fh:
+        fh.write(data)

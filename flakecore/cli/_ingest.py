@@ -1,0 +1,101 @@
+"""``flakecore ingest``: test reports -> attempt records (JSON Lines).
+
+The only verb besides ``replay`` that needs the adapters extra; it imports it
+lazily so the rest of the CLI works without it.  Output goes to a temporary
+file first and reaches stdout (or ``--out``) only when every report was read:
+a report that turns out to be unusable halfway leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import shutil
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, cast
+
+from flakecore.cli._common import die
+from flakecore.errors import UsageError
+from flakecore.evidence import Attempt
+from flakecore.exits import EXIT_DATAERR, EXIT_OK, EXIT_SOFTWARE
+from flakecore.gate._runtime import atomic_file
+
+__all__ = ["register"]
+
+_FORMATS = ("auto", "junit", "pytest-json", "pytest-reportlog", "tap")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``ingest`` verb."""
+    parser = sub.add_parser(
+        "ingest",
+        help="turn JUnit XML / pytest JSON / reportlog / TAP reports into attempt records",
+        description=(
+            "Read test reports and write one attempt record (JSON Lines, "
+            "schemas/attempt-record.v1.json) per execution of a test, reruns included. "
+            "'auto' decides the format from the content, never the file name."
+        ),
+        epilog=(
+            "exit: 0 every report read; 65 a report is unusable (malformed, hostile, over a "
+            "limit: nothing is written); 66 missing file; 64 usage; 70 adapters not installed"
+        ),
+    )
+    parser.add_argument("reports", nargs="+", metavar="FILE", help="report file, or - for stdin")
+    parser.add_argument("--format", choices=_FORMATS, default="auto", help="default: auto")
+    parser.add_argument("--test-id", metavar="ID", help="keep only this test's attempts")
+    parser.add_argument("--out", metavar="FILE", help="write here (atomically) instead of stdout")
+    parser.set_defaults(run=_run)
+
+
+def _adapters() -> Any:
+    try:
+        return importlib.import_module("flakecore_adapters")
+    except ImportError as exc:
+        raise _MissingExtra(
+            f"ingest needs the adapters (pip install 'flakecore[adapters]'): {exc}"
+        ) from None
+
+
+class _MissingExtra(Exception):
+    """The adapters extra is not installed."""
+
+
+def _attempts(args: argparse.Namespace, counts: Counter[str]) -> Iterator[Attempt]:
+    iter_attempts = cast(Callable[..., Iterable[Attempt]], _adapters().iter_attempts)
+    if args.reports.count("-") > 1:
+        raise UsageError("ingest: standard input (-) can be read only once")
+    for report in args.reports:
+        source: Any = sys.stdin.buffer if report == "-" else report
+        for attempt in iter_attempts(
+            source, format=args.format, source_name=report, test_id=args.test_id
+        ):
+            counts[attempt.outcome.value] += 1
+            counts["flagged"] += bool(attempt.flags)
+            yield attempt
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        write_jsonl = _adapters().write_jsonl
+    except _MissingExtra as exc:
+        return die(str(exc), EXIT_SOFTWARE)
+    counts: Counter[str] = Counter()
+    if args.out is not None:
+        with atomic_file(Path(args.out)) as fh:
+            total = write_jsonl(_attempts(args, counts), fh)
+    else:
+        with tempfile.TemporaryFile() as spool:
+            total = write_jsonl(_attempts(args, counts), spool)
+            spool.seek(0)
+            shutil.copyfileobj(spool, sys.stdout.buffer)
+            sys.stdout.flush()
+    outcomes = " ".join(f"{k}={v}" for k, v in sorted(counts.items()) if k != "flagged")
+    summary = f"ingest: {total} attempts from {len(args.reports)} report(s)"
+    print(f"{summary} ({outcomes or 'none'}; flagged={counts['flagged']})", file=sys.stderr)
+    if total == 0 and args.test_id is not None:
+        return die(f"ingest: no attempt of test {args.test_id!r} in the reports", EXIT_DATAERR)
+    return EXIT_OK

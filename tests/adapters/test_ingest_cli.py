@@ -1,0 +1,105 @@
+"""``flakecore ingest`` as a pipeline runs it: records on stdout or --out, nothing half-written."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT, EXIT_USAGE
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "reports"
+SUREFIRE = next((FIXTURES / "maven-surefire").rglob("TEST-*.xml"))
+
+TAP = b"TAP version 14\n1..3\nok 1 - a\nnot ok 2 - b\nok 3 - c # SKIP later\n"
+JUNIT = b'<testsuite><testcase classname="c" name="t"><failure message="m"/></testcase></testsuite>'
+
+
+def run(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "flakecore", "ingest", *args],
+        input=stdin,
+        capture_output=True,
+        check=False,
+    )
+
+
+def records(data: bytes) -> list[dict[str, object]]:
+    return [json.loads(line) for line in data.splitlines()]
+
+
+def test_stdin_tap_to_stdout() -> None:
+    out = run("-", stdin=TAP)
+    assert out.returncode == 0, out.stderr
+    got = [(r["test_id"], r["outcome"]) for r in records(out.stdout)]
+    assert got == [("a", "pass"), ("b", "fail"), ("c", "skip")]
+    assert out.stderr.startswith(b"ingest: 3 attempts from 1 report(s)")
+    assert out.stderr.count(b"\n") == 1
+
+
+def test_content_sniffing_not_file_names(tmp_path: Path) -> None:
+    disguised = tmp_path / "report.json"
+    disguised.write_bytes(JUNIT)
+    out = run(str(disguised))
+    assert out.returncode == 0
+    (record,) = records(out.stdout)
+    assert record["test_id"] == "c::t"
+    assert record["outcome"] == "fail"
+    source = record["source"]
+    assert isinstance(source, dict)
+    assert (source["file"], source["format"]) == (str(disguised), "junit")
+    assert (source["classname"], source["name"]) == ("c", "t")
+
+
+def test_several_reports_and_test_id_filter(tmp_path: Path) -> None:
+    tap = tmp_path / "r.tap"
+    tap.write_bytes(TAP)
+    out = run(str(tap), str(SUREFIRE), "--test-id", "b")
+    assert out.returncode == 0
+    assert [r["test_id"] for r in records(out.stdout)] == ["b"]
+    missing = run(str(tap), "--test-id", "no-such-test")
+    assert missing.returncode == EXIT_DATAERR
+    assert b"no attempt of test" in missing.stderr
+
+
+def test_out_is_atomic_and_untouched_on_a_bad_report(tmp_path: Path) -> None:
+    good, bad, out = tmp_path / "good.tap", tmp_path / "bad.xml", tmp_path / "out.jsonl"
+    good.write_bytes(TAP)
+    bad.write_bytes(b'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "b">]><testsuite/>')
+    assert run(str(good), "--out", str(out)).returncode == 0
+    before = out.read_bytes()
+    assert len(records(before)) == 3
+    failed = run(str(good), str(bad), "--out", str(out))
+    assert failed.returncode == EXIT_DATAERR
+    assert str(bad).encode() in failed.stderr
+    assert b"Traceback" not in failed.stderr
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.xml", "good.tap", "out.jsonl"]
+
+
+def test_stdout_gets_nothing_when_a_later_report_is_unusable(tmp_path: Path) -> None:
+    good, gz = tmp_path / "good.tap", tmp_path / "report.xml"
+    good.write_bytes(TAP)
+    gz.write_bytes(b"\x1f\x8b\x08\x00" + b"\x00" * 20)
+    out = run(str(good), str(gz))
+    assert out.returncode == EXIT_DATAERR
+    assert out.stdout == b""
+    assert out.stderr.count(b"\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (("missing.xml",), EXIT_NOINPUT),
+        (("-", "-"), EXIT_USAGE),
+        (("x", "--format", "yaml"), EXIT_USAGE),
+    ],
+)
+def test_errors(args: tuple[str, ...], code: int) -> None:
+    out = run(*args)
+    assert out.returncode == code
+    assert out.stdout == b""
+    assert b"Traceback" not in out.stderr
