@@ -98,3 +98,11 @@ def fuzz(session: nox.Session) -> None:
             "python", "fuzz/run_atheris.py", name, f"-max_total_time={seconds}",
             "-rss_limit_mb=1024", "-max_len=65536", corpus,
         )  # fmt: skip
+
+
+@nox.session(default=False)
+def bench(session: nox.Session) -> None:
+    """Adapter throughput and peak RSS at 1M testcases against bare-parser baselines."""
+    install_wheel(session)
+    session.install("ijson>=3.2")
+    session.run("python", "bench/run.py", *session.posargs)
