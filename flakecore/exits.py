@@ -22,7 +22,10 @@ __all__ = [
     "DECIDE_EXIT",
     "EXIT_CANTCREAT",
     "EXIT_DATAERR",
+    "EXIT_GUARD_TRIPPED",
+    "EXIT_INVALID_RECORDS",
     "EXIT_IOERR",
+    "EXIT_LEASE_REFUSED",
     "EXIT_NOINPUT",
     "EXIT_OK",
     "EXIT_SOFTWARE",
@@ -103,3 +106,11 @@ ATTEMPTS_EXIT: Mapping[LogStatus, int] = MappingProxyType(
 
 #: ``flakecore validate``: a record was read, and its JSON Schema refuses it.
 VALIDATE_INVALID = 1
+
+#: ``lease open``: classify allowed the freeze, but the lease cannot be written
+#: (roles not apart, patch author or canary unknown, no pinned digest, a renewal).
+EXIT_LEASE_REFUSED = 7
+#: ``lease check`` / ``lease show``: at least one stored record is invalid.
+EXIT_INVALID_RECORDS = 8
+#: ``guard``: one diff touches both fixture/oracle/test paths and ledger/lease paths.
+EXIT_GUARD_TRIPPED = 9

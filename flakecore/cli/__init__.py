@@ -12,14 +12,14 @@ import argparse
 from collections.abc import Sequence
 
 from flakecore import __version__
-from flakecore.cli import _attempts, _ingest, _policies, _replay, _schemas
+from flakecore.cli import _attempts, _gate, _ingest, _policies, _replay, _schemas
 from flakecore.cli._common import UsageArgumentParser, die, input_exit
 from flakecore.errors import InputError, UsageError
 from flakecore.exits import EXIT_IOERR, EXIT_NOINPUT, EXIT_SOFTWARE, EXIT_USAGE
 
 __all__ = ["build_parser", "main"]
 
-_VERBS = (_policies, _attempts, _ingest, _schemas, _replay)
+_VERBS = (_policies, _attempts, _ingest, _schemas, _replay, _gate)
 
 
 def build_parser() -> argparse.ArgumentParser:

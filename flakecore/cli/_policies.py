@@ -18,15 +18,24 @@ from flakecore.cli._common import (
     read_packets,
     write_json_line,
 )
+from flakecore.cli._output import (
+    GithubOutput,
+    SummaryRow,
+    add_config_arguments,
+    add_output_arguments,
+    config_from_args,
+    output_format,
+)
 from flakecore.codes import AdmitCode, BudgetCode, ClassifyClass, DecideCode, PolicyName
 from flakecore.decide import decide
 from flakecore.decision import Decision
 from flakecore.errors import UsageError
+from flakecore.policy import Policy
 
 __all__ = ["register"]
 
 AnyDecision = Decision[Any]
-Judge = Callable[[Mapping[str, object], dt.datetime], AnyDecision]
+Judge = Callable[[Mapping[str, object], dt.datetime, Policy], AnyDecision]
 
 #: What a packet that cannot be read becomes, per policy (SPEC 7: a refusal, never a skip).
 _UNREADABLE: dict[PolicyName, Any] = {
@@ -37,10 +46,10 @@ _UNREADABLE: dict[PolicyName, Any] = {
 }
 
 _JUDGES: dict[PolicyName, Judge] = {
-    PolicyName.ADMIT: lambda p, _now: admit(p),
-    PolicyName.DECIDE: lambda p, _now: decide(p),
-    PolicyName.BUDGET: lambda p, _now: budget(p),
-    PolicyName.CLASSIFY: lambda p, now: classify(p, now=now),
+    PolicyName.ADMIT: lambda p, _now, policy: admit(p, policy=policy),
+    PolicyName.DECIDE: lambda p, _now, policy: decide(p, policy=policy),
+    PolicyName.BUDGET: lambda p, _now, policy: budget(p, policy=policy),
+    PolicyName.CLASSIFY: lambda p, now, policy: classify(p, now=now, policy=policy),
 }
 
 _HELP = {
@@ -84,9 +93,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         parser.add_argument(
             "files", nargs="*", metavar="FILE", help="packet files (one JSON object each), or -"
         )
-        parser.add_argument(
-            "--json", action="store_true", help="print one decision object per packet"
-        )
+        add_output_arguments(parser)
+        add_config_arguments(parser)
         parser.add_argument("--now", metavar="RFC3339", help="evaluation time instead of the clock")
         if name is PolicyName.CLASSIFY:
             _add_classify_flags(parser)
@@ -178,6 +186,9 @@ def _runner(name: PolicyName) -> Callable[[argparse.Namespace], int]:
 
     def run(args: argparse.Namespace) -> int:
         now = parse_now(args.now)
+        fmt = output_format(args)
+        policy = config_from_args(args).policy
+        github = GithubOutput(f"flakecore {name.value}") if fmt == "github" else None
         if name is PolicyName.CLASSIFY:
             flags_given = any(getattr(args, f, None) is not None for f in _FLAG_FIELDS)
             if flags_given and args.files:
@@ -195,17 +206,44 @@ def _runner(name: PolicyName) -> Callable[[argparse.Namespace], int]:
             if packet.data is None:
                 record = _unreadable(name, packet)
                 exits.append(packet.error_exit)
-                if args.json:
+                if fmt == "json":
                     write_json_line(record)
+                elif github is not None:
+                    github.add(_summary_row(record, packet), file=_file_of(packet))
                 else:
                     die(str(packet.error), packet.error_exit)
                 continue
-            decision = judge(packet.data, now)
+            decision = judge(packet.data, now, policy)
             exits.append(decision.exit_code)
-            if args.json:
-                write_json_line({**decision.to_json(), "input": packet.source or "flags"})
+            record = {**decision.to_json(), "input": packet.source or "flags"}
+            if fmt == "json":
+                write_json_line(record)
+            elif github is not None:
+                github.add(_summary_row(record, packet), file=_file_of(packet))
             else:
                 print(_text(decision, packet.source), flush=True)
-        return first_failure(exits)
+        exit_code = first_failure(exits)
+        return github.finish(exit_code) if github is not None else exit_code
 
     return run
+
+
+def _file_of(packet: Packet) -> str | None:
+    """The packet's file for an annotation; standard input (``-``, ``-:3``) has none."""
+    source = packet.source
+    return None if not source or source == "-" or source.startswith("-:") else source
+
+
+def _summary_row(record: Mapping[str, object], packet: Packet) -> SummaryRow:
+    """A ``--format github`` row: the test named by the packet, else its file."""
+    data = packet.data or {}
+    test = data.get("test_id", data.get("property_id", ""))
+    reasons = record.get("reasons")
+    return SummaryRow(
+        test=test if isinstance(test, str) else "",
+        policy=str(record["policy"]),
+        code=str(record["code"]),
+        reason="; ".join(str(r) for r in reasons) if isinstance(reasons, list) else "",
+        evidence=packet.source or "flags",
+        refused=record.get("accepted") is not True,
+    )

@@ -46,20 +46,26 @@ entries: list[Entry] = []
 
 
 def add(surface: str, name: str, data: bytes, command: list[str], exit_code: int, note: str,
-        accept: bool = False) -> None:  # fmt: skip
-    """Write one corpus file and its manifest entry."""
+        accept: bool = False, records: list[list[object]] | None = None) -> None:  # fmt: skip
+    """Write one corpus file and its manifest entry.
+
+    ``records`` (for ``ingest``) is the exact ``[test_id, outcome, flags]``
+    list the report must turn into: a report that parses is judged by what
+    it says, not merely by its exit.
+    """
     path = HERE / surface / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
-    entries.append(
-        {
-            "file": f"{surface}/{name}",
-            "command": command,
-            "exit": exit_code,
-            "accept": accept,
-            "note": note,
-        }
-    )
+    entry: Entry = {
+        "file": f"{surface}/{name}",
+        "command": command,
+        "exit": exit_code,
+        "accept": accept,
+        "note": note,
+    }
+    if records is not None:
+        entry["records"] = records
+    entries.append(entry)
 
 
 def js(value: object) -> bytes:
@@ -308,7 +314,218 @@ def controls() -> None:
     add("controls", "log.jsonl", log, ["attempts", "{file}", "--json"], 0, "control", accept=True)
 
 
-SURFACES: list[Callable[[], None]] = [packet_cases, lease_cases, log_cases, controls]
+def suite(*cases: bytes, attrs: bytes = b"") -> bytes:
+    return (
+        b'<?xml version="1.0" encoding="UTF-8"?><testsuite name="s"'
+        + attrs
+        + b">"
+        + b"".join(cases)
+        + b"</testsuite>"
+    )
+
+
+def case(name: bytes, body: bytes = b"", extra: bytes = b"") -> bytes:
+    return b'<testcase classname="c" name="' + name + b'"' + extra + b">" + body + b"</testcase>"
+
+
+def xml_cases() -> None:
+    """JUnit XML: parser attacks are refused (65); odd but well-formed reports are judged exactly."""
+    ingest = ["ingest", "{file}", "--format", "auto"]
+    laughs = (
+        b'<!DOCTYPE l [<!ENTITY a "aaaaaaaaaa">'
+        + b"".join(
+            b'<!ENTITY %s "%s">'
+            % (b"b" + bytes([97 + i]), (b"&" + (b"b" + bytes([96 + i]) if i else b"a") + b";") * 10)
+            for i in range(9)
+        )
+        + b"]>"
+    )
+    refused: dict[str, tuple[bytes, str]] = {
+        "billion-laughs.xml": (
+            b'<?xml version="1.0"?>' + laughs + b"<testsuite>&bi;</testsuite>",
+            "billion laughs",
+        ),
+        "quadratic-blowup.xml": (
+            b'<?xml version="1.0"?><!DOCTYPE q [<!ENTITY x "'
+            + b"x" * 50_000
+            + b'">]><testsuite>'
+            + b"&x;" * 2_000
+            + b"</testsuite>",
+            "quadratic blowup",
+        ),
+        "external-entity.xml": (
+            b'<?xml version="1.0"?><!DOCTYPE t [<!ENTITY e SYSTEM "file:///etc/passwd">]><testsuite>'
+            + case(b"&e;")
+            + b"</testsuite>",
+            "external file entity",
+        ),
+        "parameter-entity.xml": (
+            b'<?xml version="1.0"?><!DOCTYPE t [<!ENTITY % p SYSTEM "file:///etc/passwd"> %p;]><testsuite/>',
+            "external parameter entity",
+        ),
+        "external-dtd.xml": (
+            b'<?xml version="1.0"?><!DOCTYPE testsuite SYSTEM "junit.dtd"><testsuite/>',
+            "external DTD",
+        ),
+        "entity-to-element.xml": (
+            b'<?xml version="1.0"?><!DOCTYPE t [<!ENTITY f "<failure/>">]><testsuite>'
+            + case(b"t", b"&f;")
+            + b"</testsuite>",
+            "internal entity expanding to an element",
+        ),
+        "deep-nesting.xml": (
+            b"<testsuites>" + b"<testsuite>" * 5000 + b"</testsuite>" * 5000 + b"</testsuites>",
+            "5000 nested suites",
+        ),
+        "invalid-utf8.xml": (suite(case(b"t\xff\xfe")), "invalid UTF-8 in a name"),
+        "utf7.xml": (
+            b'<?xml version="1.0" encoding="UTF-7"?><testsuite>+ADw-failure/+AD4-</testsuite>',
+            "UTF-7 declaration",
+        ),
+        "utf16.xml": (
+            '<?xml version="1.0" encoding="UTF-16"?><testsuite/>'.encode("utf-16"),
+            "UTF-16",
+        ),
+        "bom-contradicts.xml": (
+            b'\xef\xbb\xbf<?xml version="1.0" encoding="ISO-8859-1"?><testsuite/>',
+            "UTF-8 BOM, Latin-1 declaration",
+        ),
+        "gzip-disguised.xml": (
+            b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03" + b"\x00" * 20,
+            "gzip named .xml",
+        ),
+        "nul-bytes.xml": (suite(case(b"t\x00x")), "NUL byte"),
+        "truncated.xml": (suite(case(b"a"), case(b"b"))[:-20], "truncated"),
+        "empty.xml": (b"", "empty file"),
+        "namespaced-failure.xml": (
+            b'<testsuite xmlns:x="urn:x">'
+            + case(b"t", b'<x:failure message="m"/>')
+            + b"</testsuite>",
+            "namespaced result tag",
+        ),
+        "case-variant-failure.xml": (
+            suite(case(b"t", b'<Failure message="m"/>')),
+            "case-variant result tag",
+        ),
+        "huge-attribute.xml": (suite(case(b"n" * 100_000)), "100 kB test name (over the id limit)"),
+    }
+    for name, (data, note) in refused.items():
+        add("xml", name, data, ingest, 65, note)
+    judged: dict[str, tuple[bytes, list[list[object]], str]] = {
+        "failure-and-skipped.xml": (
+            suite(case(b"t", b'<failure message="m"/><skipped/>')),
+            [["c::t", "error", []]],
+            "both failure and skipped: never a pass",
+        ),
+        "duplicate-conflicting.xml": (
+            suite(case(b"t", b'<failure message="m"/>'), case(b"t")),
+            [
+                ["c::t", "fail", ["conflicting-duplicate"]],
+                ["c::t", "pass", ["conflicting-duplicate"]],
+            ],
+            "one id, two elements, different outcomes",
+        ),
+        "lying-counters.xml": (
+            suite(
+                case(b"t", b'<failure message="m"/>'), attrs=b' tests="1" failures="0" errors="0"'
+            ),
+            [["c::t", "fail", []]],
+            "suite counters say no failure",
+        ),
+        "huge-message.xml": (
+            suite(case(b"t", b'<failure message="' + b"m" * 1_000_000 + b'"/>')),
+            [["c::t", "fail", []]],
+            "1 MB failure message, kept bounded",
+        ),
+        "huge-text-node.xml": (
+            suite(case(b"t", b"<system-out>" + b"o" * 2_000_000 + b"</system-out>")),
+            [["c::t", "pass", []]],
+            "2 MB text node",
+        ),
+        "odd-durations.xml": (
+            suite(
+                case(b"a", extra=b' time="-1"'),
+                case(b"b", extra=b' time="NaN"'),
+                case(b"c", extra=b' time="1,5"'),
+            ),
+            [["c::a", "pass", []], ["c::b", "pass", []], ["c::c", "pass", []]],
+            "negative/NaN/comma durations become unknown",
+        ),
+    }
+    for name, (data, records, note) in judged.items():
+        add("xml", name, data, ingest, 0, note, records=records)
+
+
+def tap_cases() -> None:
+    """TAP: the run must never read as more complete or greener than it was."""
+    ingest = ["ingest", "{file}", "--format", "tap"]
+    plan_error: list[object] = ["<plan>", "error", []]
+    cases: dict[str, tuple[bytes, int, list[list[object]] | None, str]] = {
+        "plan-mismatch.tap": (
+            b"1..3\nok 1 - a\nok 2 - b\n",
+            0,
+            [["a", "pass", []], ["b", "pass", []], plan_error],
+            "plan says 3, 2 ran",
+        ),
+        "duplicate-numbers.tap": (
+            b"1..2\nok 1 - a\nok 1 - a\n",
+            0,
+            [
+                ["a", "pass", ["conflicting-duplicate"]],
+                ["a", "pass", ["conflicting-duplicate"]],
+                plan_error,
+            ],
+            "test number repeated",
+        ),
+        "directive-casing.tap": (
+            b"1..2\nnot ok 1 - a # todo later\nok 2 - b # SkIp why\n",
+            0,
+            [["a", "skip", []], ["b", "skip", []]],
+            "directives in any case",
+        ),
+        "escaped-hash.tap": (
+            b"1..1\nnot ok 1 - a \\# TODO not a directive\n",
+            0,
+            [["a # TODO not a directive", "fail", []]],
+            "escaped # is not a directive",
+        ),
+        "lying-parent.tap": (
+            b"TAP version 14\n1..1\n# Subtest: p\n    1..1\n    not ok 1 - child\nok 1 - p\n",
+            0,
+            [["p > child", "fail", []], ["p", "error", []]],
+            "subtest parent says ok over a failing child",
+        ),
+        "bail-out-then-ok.tap": (
+            b"1..3\nnot ok 1 - a\nBail out! db down\nok 2 - b\nok 3 - c\n",
+            0,
+            [["a", "fail", []], ["b", "pass", ["bailed-out"]], ["c", "pass", ["bailed-out"]]],
+            "Bail out! followed by ok lines that complete the plan",
+        ),
+        "yaml-alias-bomb.tap": (
+            b"TAP version 13\n1..1\nnot ok 1 - a\n  ---\n  a: &a [x, x, x, x, x, x, x, x, x]\n  b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n  c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n  d: [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n  ...\n",
+            0,
+            [["a", "fail", []]],
+            "YAML alias bomb kept as text",
+        ),
+        "very-long-line.tap": (
+            b"1..1\nok 1 - " + b"x" * 100_000 + b"\n",
+            65,
+            None,
+            "a 100 kB description (over the id limit)",
+        ),
+    }
+    for name, (data, code, records, note) in cases.items():
+        add("tap", name, data, ingest, code, note, records=records)
+
+
+SURFACES: list[Callable[[], None]] = [
+    packet_cases,
+    lease_cases,
+    log_cases,
+    xml_cases,
+    tap_cases,
+    controls,
+]
 
 
 def main() -> None:

@@ -1,0 +1,493 @@
+"""The on-disk store of leases and seed-budget ledger rows, and the check CI runs over it.
+
+One file per test id, named by the sha256 of the test id (``<64 hex>.json``):
+a test id is untrusted text (``../../etc``, NUL, a thousand characters), so
+it never becomes a path.  Files are replaced atomically (temporary file,
+fsync, rename), so a reader sees the old record or the new one, never half.
+
+The ledger follows SPEC 3.3: a ``FLAKE_CANDIDATE`` writes the row for its
+test id (replacing the previous one: only a new observation carries
+evidence), ``STABLE_PASS`` deletes it, every other code leaves the ledger
+untouched.  An expired row is absent; nothing here renews anything.
+
+:func:`check_directory` is the enforcement step: it re-judges every stored
+record (lease, ledger row, or a stored ``decide`` packet) at ``now`` and
+lists every reason each one is invalid, so CI fails on an expired, overlong,
+malformed or rebound record instead of trusting that it was fine once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+import secrets
+from collections.abc import Mapping
+from typing import Final
+
+import attrs
+
+from flakecore._fields import MISSING, is_nonblank
+from flakecore.budget import BudgetDecision, budget, ledger_row
+from flakecore.codes import BudgetCode, DecideCode
+from flakecore.decide import decide
+from flakecore.errors import InputError, UsageError
+from flakecore.gate.vote import DECIDE_PACKET_FORMAT
+from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object
+from flakecore.lease import LEASE_FORMAT, format_version_ok, lease_problems
+from flakecore.policy import DEFAULT_POLICY, Policy
+
+__all__ = [
+    "DECIDE_PACKET_FORMAT",
+    "LEDGER_ROW_FIELDS",
+    "LEDGER_ROW_FORMAT",
+    "LedgerAction",
+    "RecordCheck",
+    "apply_budget",
+    "atomic_write_bytes",
+    "check_directory",
+    "check_record",
+    "read_record",
+    "record_bytes",
+    "record_file_name",
+    "row_expired",
+    "row_problems",
+    "utc_today",
+]
+
+#: ``format`` of a ledger row (schemas/ledger-row.v1.json).
+LEDGER_ROW_FORMAT: Final = "flakecore.ledger-row"
+LEDGER_ROW_FIELDS: Final = (
+    "format",
+    "format_version",
+    "test_id",
+    "parent_digest",
+    "seeds",
+    "passes",
+    "budget",
+    "code",
+    "expires_on",
+    "opened_against",
+)
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_RECORD_NAME = re.compile(r"[0-9a-f]{64}\.json")
+
+
+def record_file_name(test_id: str) -> str:
+    """``sha256(test_id as UTF-8)`` in hex, plus ``.json``: never a path built from the id."""
+    try:
+        data = test_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError("test id is not valid Unicode text") from None
+    return hashlib.sha256(data).hexdigest() + ".json"
+
+
+def utc_today(now: dt.datetime) -> dt.date:
+    """The UTC calendar date of ``now``: ledger dates are UTC dates."""
+    return now.astimezone(dt.timezone.utc).date()
+
+
+def atomic_write_bytes(path: str, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so a reader sees the old file or the new, never half.
+
+    The temporary file is created exclusively next to the target (a
+    dot-file, which the checker skips), fsynced, renamed over the target,
+    and the directory is fsynced so the rename survives a crash.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(directory)
+
+
+def _fsync_dir(directory: str) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def read_record(path: str) -> dict[str, object]:
+    """One stored record, through the strict JSON reader; :class:`InputError` when unusable."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_DOCUMENT_BYTES + 1)
+    except FileNotFoundError:
+        raise InputError("no such file", source=path) from None
+    except IsADirectoryError:
+        raise InputError("cannot read: is a directory", source=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=path) from None
+    return load_object(data, source=path)
+
+
+def _parse_date(value: object) -> dt.date | None:
+    if not isinstance(value, str) or not value.isascii() or _DATE.fullmatch(value) is None:
+        return None
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def row_expired(row: Mapping[str, object], *, today: dt.date) -> bool:
+    """Whether a row has expired (``expires_on <= today``); an unreadable date counts as expired.
+
+    ``expires_on`` is a UTC date: the row is absent from 00:00Z that day on.
+    """
+    expires = _parse_date(row.get("expires_on", MISSING))
+    return expires is None or expires <= today
+
+
+def row_problems(row: object, *, today: dt.date, policy: Policy = DEFAULT_POLICY) -> list[str]:
+    """Every reason a stored ledger row is invalid on ``today`` (UTC; empty list: valid).
+
+    The observation is re-judged with :func:`flakecore.budget` (it must still
+    be a ``FLAKE_CANDIDATE`` under this policy); the row must be unexpired
+    and must not run longer than the policy's maximum lease from ``today``.
+    """
+    if not isinstance(row, Mapping):
+        return ["a ledger row must be a JSON object"]
+    problems: list[str] = []
+    if row.get("format", MISSING) != LEDGER_ROW_FORMAT:
+        problems.append(f"format is {row.get('format', MISSING)!r}, expected {LEDGER_ROW_FORMAT!r}")
+    if not format_version_ok(row.get("format_version", MISSING)):
+        problems.append("format_version is missing or not a 1.x version")
+    problems += [f"unknown field {k!r}" for k in sorted(set(row) - set(LEDGER_ROW_FIELDS))]
+    problems += [f"{k} is missing" for k in LEDGER_ROW_FIELDS if k not in row]
+    if "code" in row and row["code"] != BudgetCode.FLAKE_CANDIDATE.value:
+        problems.append(f"code is {row['code']!r}: only FLAKE_CANDIDATE opens a row")
+    packet = {
+        "test_id": row.get("test_id"),
+        "parent_digest": row.get("parent_digest"),
+        "head_digest": row.get("parent_digest"),
+        "property_holds": True,
+        "seeds": row.get("seeds"),
+        "passes": row.get("passes"),
+        "budget": row.get("budget"),
+        "opened_against": row.get("opened_against"),
+    }
+    decision = budget(packet, policy=policy)
+    if decision.code is not BudgetCode.FLAKE_CANDIDATE:
+        problems += [f"the observation is {decision.code.value}: {r}" for r in decision.reasons]
+    if "expires_on" in row:
+        expires = _parse_date(row["expires_on"])
+        if expires is None:
+            problems.append("expires_on is not a YYYY-MM-DD date")
+        elif expires <= today:
+            problems.append(f"expired: expires_on {expires.isoformat()} is not after {today}")
+        elif expires > today + policy.max_lease:
+            problems.append(
+                f"expires_on {expires.isoformat()} is more than {policy.max_lease_days} days "
+                "away: a row that long is a permanent freeze"
+            )
+    return list(dict.fromkeys(problems))
+
+
+def _packet_problems(
+    packet: Mapping[str, object],
+    *,
+    policy: Policy,
+    patch_hash: str | None,
+    oracle_version: str | None,
+) -> list[str]:
+    """A stored clean-runner packet: still eligible, and bound to this patch and oracle."""
+    problems: list[str] = []
+    decision = decide(packet, policy=policy)
+    if decision.code is not DecideCode.ELIGIBLE:
+        problems += [f"decide says {decision.code.value}: {r}" for r in decision.reasons]
+    if patch_hash is None or oracle_version is None:
+        problems.append(
+            "a stored decide packet expires only with its patch hash and oracle version: "
+            "check it with --patch-hash and --oracle-version"
+        )
+    for name, wanted in (("patch_hash", patch_hash), ("oracle_version", oracle_version)):
+        have = packet.get(name, MISSING)
+        if wanted is not None and have != wanted:
+            problems.append(f"bound to another {name.replace('_', ' ')}: {have!r}, not {wanted!r}")
+    return problems
+
+
+@attrs.frozen(kw_only=True)
+class RecordCheck:
+    """The verdict on one stored file: ``problems`` empty means valid."""
+
+    path: str
+    kind: str
+    """``lease``, ``ledger-row``, ``decide-packet``, or ``unknown``."""
+    test_id: str | None
+    problems: tuple[str, ...]
+
+    @property
+    def valid(self) -> bool:
+        """True only when nothing is wrong with the record."""
+        return not self.problems
+
+    def to_json(self) -> dict[str, object]:
+        """One JSON Lines record for ``lease check --json``."""
+        return {
+            "file": self.path,
+            "kind": self.kind,
+            "test_id": self.test_id,
+            "valid": self.valid,
+            "problems": list(self.problems),
+        }
+
+
+_KINDS: Final = {
+    LEASE_FORMAT: "lease",
+    LEDGER_ROW_FORMAT: "ledger-row",
+    DECIDE_PACKET_FORMAT: "decide-packet",
+}
+
+
+def check_record(
+    data: object,
+    *,
+    path: str,
+    now: dt.datetime,
+    policy: Policy = DEFAULT_POLICY,
+    patch_hash: str | None = None,
+    oracle_version: str | None = None,
+) -> RecordCheck:
+    """Judge one stored record, of whatever kind its ``format`` names, at ``now``.
+
+    A record whose file name is not ``sha256(test_id).json`` is invalid too:
+    a loader that looks the test up by id would miss it, or find two.
+    """
+    if not isinstance(data, Mapping):
+        return RecordCheck(path=path, kind="unknown", test_id=None, problems=("not a JSON object",))
+    kind = _KINDS.get(data.get("format"), "unknown")  # type: ignore[arg-type]
+    test_id = data.get("test_id")
+    problems: list[str] = []
+    if kind == "lease":
+        problems += lease_problems(
+            data, now=now, policy=policy, patch_hash=patch_hash, oracle_version=oracle_version
+        )
+    elif kind == "ledger-row":
+        problems += row_problems(data, today=utc_today(now), policy=policy)
+    elif kind == "decide-packet":
+        problems += _packet_problems(
+            data, policy=policy, patch_hash=patch_hash, oracle_version=oracle_version
+        )
+    else:
+        problems.append(
+            f"format {data.get('format', MISSING)!r} is not a lease, ledger row or decide packet"
+        )
+    if is_nonblank(test_id):
+        assert isinstance(test_id, str)
+        expected = record_file_name(test_id)
+        if os.path.basename(path) != expected:
+            problems.append(f"file name is not {expected} (sha256 of its test_id)")
+    return RecordCheck(
+        path=path,
+        kind=kind,
+        test_id=test_id if isinstance(test_id, str) else None,
+        problems=tuple(dict.fromkeys(problems)),
+    )
+
+
+def check_directory(
+    directory: str,
+    *,
+    now: dt.datetime,
+    policy: Policy = DEFAULT_POLICY,
+    patch_hash: str | None = None,
+    oracle_version: str | None = None,
+) -> list[RecordCheck]:
+    """Check every entry of ``directory`` (not recursive), sorted by name.
+
+    Dot-files are skipped (``.gitkeep``, a writer's temporary file).  Any
+    other entry that is not ``<64 hex>.json`` holding a valid record is
+    reported: a subdirectory or a stray file is invalid, not silently
+    ignored, because a lease nobody checks is a permanent freeze.  Raises
+    :class:`InputError` when the directory itself cannot be read.
+    """
+    try:
+        names = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        raise InputError("no such file or directory", source=directory) from None
+    except NotADirectoryError:
+        raise InputError("cannot read: not a directory", source=directory) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=directory) from None
+    checks: list[RecordCheck] = []
+    for name in names:
+        if name.startswith("."):
+            continue
+        path = os.path.join(directory, name)
+        if os.path.isdir(path):
+            checks.append(
+                RecordCheck(
+                    path=path,
+                    kind="unknown",
+                    test_id=None,
+                    problems=("a subdirectory: records live directly in the directory",),
+                )
+            )
+            continue
+        if _RECORD_NAME.fullmatch(name) is None:
+            checks.append(
+                RecordCheck(
+                    path=path,
+                    kind="unknown",
+                    test_id=None,
+                    problems=("not a record file (expected <sha256 of the test id>.json)",),
+                )
+            )
+            continue
+        try:
+            data = read_record(path)
+        except InputError as exc:
+            checks.append(
+                RecordCheck(path=path, kind="unknown", test_id=None, problems=(str(exc),))
+            )
+            continue
+        checks.append(
+            check_record(
+                data,
+                path=path,
+                now=now,
+                policy=policy,
+                patch_hash=patch_hash,
+                oracle_version=oracle_version,
+            )
+        )
+    return checks
+
+
+@attrs.frozen(kw_only=True)
+class LedgerAction:
+    """What ``ledger apply`` did for one budget packet.
+
+    ``action`` is ``wrote`` (FLAKE_CANDIDATE), ``deleted`` (STABLE_PASS with a
+    row), ``untouched`` (anything else) or ``refused`` (a FLAKE_CANDIDATE that
+    cannot name its parent commit, so no row can be written).
+    """
+
+    decision: BudgetDecision
+    action: str
+    test_id: str | None
+    path: str | None
+    row: dict[str, object] | None
+    note: str
+
+    def to_json(self) -> dict[str, object]:
+        """The JSON form printed by ``ledger apply --json``."""
+        return {
+            "test_id": self.test_id,
+            "action": self.action,
+            "path": self.path,
+            "row": self.row,
+            "note": self.note,
+            "decision": self.decision.to_json(),
+        }
+
+
+def apply_budget(
+    directory: str,
+    packet: Mapping[str, object],
+    *,
+    today: dt.date,
+    policy: Policy = DEFAULT_POLICY,
+) -> LedgerAction:
+    """Run :func:`flakecore.budget` on ``packet`` and change the ledger as SPEC 3.3 says.
+
+    The directory is created when missing.  Only ``FLAKE_CANDIDATE`` writes
+    and only ``STABLE_PASS`` deletes; a process error (``INSUFFICIENT_BUDGET``)
+    and every rejecting code leave every file as it was.
+    """
+    decision = budget(packet, policy=policy)
+    test_id = packet.get("test_id") if isinstance(packet, Mapping) else None
+    if decision.code is BudgetCode.FLAKE_CANDIDATE:
+        assert isinstance(test_id, str)
+        row = ledger_row(packet, today=today, policy=policy)
+        if row is None:
+            return LedgerAction(
+                decision=decision,
+                action="refused",
+                test_id=test_id,
+                path=None,
+                row=None,
+                note="no row written: the packet does not name opened_against (its parent commit)",
+            )
+        os.makedirs(directory, exist_ok=True)
+        path = os.path.join(directory, record_file_name(test_id))
+        replaced = os.path.lexists(path)
+        atomic_write_bytes(path, record_bytes(row))
+        return LedgerAction(
+            decision=decision,
+            action="wrote",
+            test_id=test_id,
+            path=path,
+            row=row,
+            note=("replaced the previous row" if replaced else "new row")
+            + f"; expires_on {row['expires_on']}",
+        )
+    if not isinstance(test_id, str) or decision.code is BudgetCode.INSUFFICIENT_BUDGET:
+        return LedgerAction(
+            decision=decision,
+            action="untouched",
+            test_id=test_id if isinstance(test_id, str) else None,
+            path=None,
+            row=None,
+            note="ledger untouched: a process error changes nothing",
+        )
+    path = os.path.join(directory, record_file_name(test_id))
+    if decision.code is BudgetCode.STABLE_PASS:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return LedgerAction(
+                decision=decision,
+                action="untouched",
+                test_id=test_id,
+                path=path,
+                row=None,
+                note="no row for this test to delete",
+            )
+        return LedgerAction(
+            decision=decision,
+            action="deleted",
+            test_id=test_id,
+            path=path,
+            row=None,
+            note="stable pass: the row for this test is deleted",
+        )
+    note = f"ledger untouched: {decision.code.value} opens no row"
+    if os.path.lexists(path):
+        try:
+            existing: dict[str, object] | None = read_record(path)
+        except InputError:
+            existing = None
+        if existing is None or row_expired(existing, today=today):
+            note += " (the stored row for this test is expired or unreadable: it counts as absent)"
+        else:
+            note += " (the stored row for this test stays until it expires)"
+    return LedgerAction(
+        decision=decision, action="untouched", test_id=test_id, path=path, row=None, note=note
+    )
+
+
+def record_bytes(record: Mapping[str, object]) -> bytes:
+    """A record as its file body: indented, ASCII-only JSON ending in a newline, no NaN."""
+    text = json.dumps(record, indent=2, ensure_ascii=True, allow_nan=False)
+    return (text + "\n").encode("ascii")

@@ -1,0 +1,1 @@
+"""Gate tests: leases, the ledger, the coupling guard, configuration and CI output."""

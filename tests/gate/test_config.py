@@ -1,0 +1,242 @@
+"""``[tool.flakecore]``: strict keys and types, discovery, flags over the file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from flakecore.errors import InputError, UsageError
+from flakecore.gate import config as config_module
+from flakecore.gate.config import (
+    CONFIG_KEYS,
+    DEFAULT_FIXTURE_GLOBS,
+    GateConfig,
+    find_pyproject,
+    load_config,
+    parse_policy_override,
+    parse_table,
+)
+from flakecore.policy import DEFAULT_POLICY, Policy
+from gate.support import AUTHOR, HOST, NOW_TEXT, REVIEWER, TEST_ID, cli, dump, lease_report
+
+
+def pyproject(directory: Path, body: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "pyproject.toml"
+    path.write_text(body)
+    return path
+
+
+def test_defaults() -> None:
+    config = parse_table({})
+    assert config.policy == DEFAULT_POLICY
+    assert config.ledger_dir == ".flakecore/ledger" and config.lease_dir == ".flakecore/leases"
+    assert config.fixture_globs == DEFAULT_FIXTURE_GLOBS
+    assert config.effective_ledger_globs == (".flakecore/ledger/*", ".flakecore/leases/*")
+
+
+def test_every_key() -> None:
+    config = parse_table(
+        {
+            "attempt_cap": 4,
+            "min_base_misses": 2,
+            "min_seed_budget": 10,
+            "default_seeds": [1, 2, 3],
+            "replay_budget": 6,
+            "max_lease_days": 7,
+            "max_log_lines": 500,
+            "ledger_dir": "state/ledger/",
+            "lease_dir": "./state/leases",
+            "fixture_globs": ["golden/*"],
+            "ledger_globs": ["state/*"],
+        }
+    )
+    assert config.policy == Policy(
+        attempt_cap=4,
+        min_base_misses=2,
+        min_seed_budget=10,
+        default_seeds=(1, 2, 3),
+        replay_budget=6,
+        max_lease_days=7,
+        max_log_lines=500,
+    )
+    assert (config.ledger_dir, config.lease_dir) == ("state/ledger", "state/leases")
+    assert config.fixture_globs == ("golden/*",) and config.effective_ledger_globs == ("state/*",)
+    assert set(CONFIG_KEYS) >= {"attempt_cap", "ledger_globs"}
+
+
+BAD = [
+    ({"max_lease_dayz": 7}, "max_lease_dayz"),
+    ({"policy": {"max_lease_days": 7}}, "policy"),
+    ({"max_lease_days": "7"}, "max_lease_days"),
+    ({"max_lease_days": True}, "max_lease_days"),
+    ({"max_lease_days": 7.0}, "max_lease_days"),
+    ({"max_lease_days": 0}, "max_lease_days"),
+    ({"attempt_cap": -1}, "attempt_cap"),
+    ({"default_seeds": "11,23"}, "default_seeds"),
+    ({"default_seeds": []}, "default_seeds"),
+    ({"default_seeds": [1, 1]}, "default_seeds"),
+    ({"default_seeds": [1, "2"]}, "default_seeds"),
+    ({"ledger_dir": 5}, "ledger_dir"),
+    ({"ledger_dir": "  "}, "ledger_dir"),
+    ({"ledger_dir": "/abs/ledger"}, "ledger_dir"),
+    ({"lease_dir": "../outside"}, "lease_dir"),
+    ({"fixture_globs": "tests/*"}, "fixture_globs"),
+    ({"ledger_globs": ["ok", ""]}, "ledger_globs"),
+    ({"ledger_dir": "same", "lease_dir": "same/"}, "must differ"),
+]
+
+
+@pytest.mark.parametrize(("table", "key"), BAD)
+def test_unknown_keys_and_wrong_types_name_the_key(table: dict[str, object], key: str) -> None:
+    with pytest.raises(UsageError, match=key):
+        parse_table(table)
+
+
+def test_table_must_be_a_table() -> None:
+    with pytest.raises(UsageError):
+        parse_table(["not", "a", "table"])
+
+
+def test_load_config_reads_the_file_and_resolves_dirs(tmp_path: Path) -> None:
+    path = pyproject(tmp_path / "repo", '[tool.flakecore]\nmax_lease_days = 3\nledger_dir = "l"\n')
+    config = load_config(str(path))
+    assert config.policy.max_lease_days == 3
+    assert config.source == str(path)
+    assert config.resolve(config.ledger_dir) == str(tmp_path / "repo" / "l")
+
+
+def test_load_config_without_table_is_defaults(tmp_path: Path) -> None:
+    path = pyproject(tmp_path, '[project]\nname = "x"\n')
+    assert load_config(str(path)).policy == DEFAULT_POLICY
+
+
+def test_discovery_walks_up_to_the_repository_root(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    pyproject(root, "[tool.flakecore]\nmax_lease_days = 2\n")
+    sub = root / "a" / "b"
+    sub.mkdir(parents=True)
+    assert find_pyproject(str(sub)) == str(root / "pyproject.toml")
+    assert load_config(start=str(sub)).policy.max_lease_days == 2
+    inner = root / "inner"
+    (inner / ".git").mkdir(parents=True)
+    assert find_pyproject(str(inner)) is None, "the search stops at the repository root"
+
+
+def test_invalid_toml_and_missing_file(tmp_path: Path) -> None:
+    path = pyproject(tmp_path, "[tool.flakecore\nmax = \n")
+    with pytest.raises(InputError, match="invalid TOML"):
+        load_config(str(path))
+    with pytest.raises(InputError, match="no such file"):
+        load_config(str(tmp_path / "missing.toml"))
+
+
+def test_without_a_toml_parser_a_flakecore_table_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python 3.10 without tomli: never run on defaults looser than the repository's policy."""
+    monkeypatch.setattr(config_module, "_loader", lambda: None)
+    configured = pyproject(tmp_path / "a", "[tool.flakecore]\nmax_lease_days = 3\n")
+    with pytest.raises(UsageError, match="tomli"):
+        load_config(start=str(configured.parent))
+    dotted = pyproject(tmp_path / "b", "[tool]\nflakecore.max_lease_days = 3\n")
+    with pytest.raises(UsageError, match="tomli"):
+        load_config(start=str(dotted.parent))
+    other = pyproject(tmp_path / "c", '[project]\nname = "flakecore"\n[tool.ruff]\nx = 1\n')
+    assert load_config(start=str(other.parent)) == GateConfig(root=str(other.parent))
+    with pytest.raises(UsageError, match="tomli"):
+        load_config(str(other))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("max_lease_days=7", ("max_lease_days", 7)),
+        ("max-lease-days = 7", ("max_lease_days", 7)),
+        ("default_seeds=1,2,3", ("default_seeds", (1, 2, 3))),
+    ],
+)
+def test_policy_overrides(text: str, expected: tuple[str, object]) -> None:
+    assert parse_policy_override(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "max_lease_days",
+        "nope=1",
+        "max_lease_days=seven",
+        "max_lease_days=\u0667",
+        "default_seeds=1,1",
+    ],
+)
+def test_bad_policy_overrides(text: str) -> None:
+    with pytest.raises(UsageError):
+        parse_policy_override(text)
+
+
+# --------------------------------------------------------------------------- precedence via the CLI
+
+
+def _open(tmp_path: Path, *extra: str) -> int:
+    report = dump(tmp_path / "report.json", lease_report())
+    done = cli(
+        "lease", "open", "--report", report, "--test-id", TEST_ID, "--replay-host", HOST,
+        "--accepted-by", REVIEWER, "--patch-author", AUTHOR, "--now", NOW_TEXT, *extra,
+        cwd=tmp_path,
+    )  # fmt: skip
+    return done.returncode
+
+
+def test_config_then_flags(tmp_path: Path) -> None:
+    """The report's expiry is 7 days out: a 3-day repository policy refuses it, a flag allows it."""
+    pyproject(tmp_path, "[tool.flakecore]\nmax_lease_days = 3\nlease_dir = 'my-leases'\n")
+    assert _open(tmp_path) == 6
+    assert not (tmp_path / "my-leases").exists()
+    assert _open(tmp_path, "--policy", "max_lease_days=14") == 0
+    assert len(list((tmp_path / "my-leases").iterdir())) == 1
+    assert _open(tmp_path, "--no-config", "--dir", "flagdir") == 0
+    assert (tmp_path / "flagdir").is_dir()
+
+
+def test_config_file_flag(tmp_path: Path) -> None:
+    other = pyproject(tmp_path / "conf", "[tool.flakecore]\nmax_lease_days = 3\n")
+    assert _open(tmp_path, "--config", str(other), "--dir", "d") == 6
+
+
+def test_decisions_record_the_policy_used(tmp_path: Path) -> None:
+    pyproject(tmp_path, "[tool.flakecore]\nmin_seed_budget = 9\n")
+    packet = dump(tmp_path / "b.json", {"test_id": "t", "parent_digest": "a" * 64,
+        "head_digest": "a" * 64, "property_holds": True, "seeds": list(range(8)),
+        "passes": 3, "budget": 8})  # fmt: skip
+    done = cli("budget", packet, "--json", cwd=tmp_path)
+    decision = json.loads(done.stdout)
+    assert decision["code"] == "INSUFFICIENT_BUDGET"
+    assert decision["policy_values"]["min_seed_budget"] == 9
+    done = cli("budget", packet, "--json", "--policy", "min_seed_budget=8", cwd=tmp_path)
+    assert json.loads(done.stdout)["policy_values"]["min_seed_budget"] == 8
+    assert done.returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "needle"),
+    [
+        ("[tool.flakecore]\nmax_lease_dayz = 3\n", 64, "max_lease_dayz"),
+        ("[tool.flakecore]\nmax_lease_days = '3'\n", 64, "max_lease_days"),
+        ("[tool.flakecore\n", 65, "invalid TOML"),
+    ],
+)
+def test_bad_config_on_the_command_line(tmp_path: Path, body: str, code: int, needle: str) -> None:
+    pyproject(tmp_path, body)
+    for args in (("budget", "x.json"), ("lease", "check"), ("guard", "--base", "main")):
+        done = cli(*args, cwd=tmp_path)
+        assert done.returncode == code, (args, done.stderr)
+        assert needle in done.stderr
+
+
+def test_missing_config_file_and_conflicting_flags(tmp_path: Path) -> None:
+    assert cli("lease", "check", "--config", "nope.toml", cwd=tmp_path).returncode == 66
+    done = cli("lease", "check", "--config", "x.toml", "--no-config", cwd=tmp_path)
+    assert done.returncode == 64

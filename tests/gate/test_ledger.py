@@ -1,0 +1,285 @@
+"""The ledger and the record store: ``apply_budget`` per code, row checks, directory checks.
+
+"Untouched" is asserted on the directory's exact bytes, not on a message.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from packets import decide_packet
+
+from flakecore.codes import BudgetCode
+from flakecore.errors import InputError
+from flakecore.gate.ledger import (
+    apply_budget,
+    check_directory,
+    check_record,
+    record_file_name,
+    row_expired,
+    row_problems,
+)
+from flakecore.policy import Policy
+from gate.support import HOST, NOW, TEST_ID, budget_packet, lease_record, listing, row_record, store
+
+TODAY = NOW.date()
+NAME = record_file_name(TEST_ID)
+
+
+def test_record_file_name_is_the_sha256_of_the_test_id() -> None:
+    assert hashlib.sha256(TEST_ID.encode()).hexdigest() + ".json" == NAME
+
+
+@given(st.text(max_size=200))
+def test_no_test_id_becomes_a_path(test_id: str) -> None:
+    name = record_file_name(test_id)
+    assert re.fullmatch(r"[0-9a-f]{64}\.json", name)
+
+
+# --------------------------------------------------------------------------- apply
+
+
+def test_flake_candidate_writes_the_row(tmp_path: Path) -> None:
+    action = apply_budget(str(tmp_path / "ledger"), budget_packet(test_id=TEST_ID), today=TODAY)
+    assert action.decision.code is BudgetCode.FLAKE_CANDIDATE and action.action == "wrote"
+    files = listing(tmp_path / "ledger")
+    assert list(files) == [NAME]
+    row = json.loads(files[NAME])
+    assert row == row_record()
+    assert row["expires_on"] == "2026-12-13" and row["code"] == "FLAKE_CANDIDATE"
+    assert row_problems(row, today=TODAY) == []
+
+
+def test_flake_candidate_replaces_the_previous_row(tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger"
+    apply_budget(str(ledger), budget_packet(test_id=TEST_ID, passes=2), today=TODAY)
+    later = TODAY + dt.timedelta(days=3)
+    apply_budget(str(ledger), budget_packet(test_id=TEST_ID, passes=6), today=later)
+    files = listing(ledger)
+    assert list(files) == [NAME]
+    row = json.loads(files[NAME])
+    assert row["passes"] == 6 and row["expires_on"] == "2026-12-16"
+
+
+def test_one_row_per_test_id(tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger"
+    apply_budget(str(ledger), budget_packet(test_id="a"), today=TODAY)
+    apply_budget(str(ledger), budget_packet(test_id="b"), today=TODAY)
+    assert sorted(listing(ledger)) == sorted([record_file_name("a"), record_file_name("b")])
+
+
+def test_stable_pass_deletes_only_this_tests_row(tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger"
+    apply_budget(str(ledger), budget_packet(test_id=TEST_ID), today=TODAY)
+    apply_budget(str(ledger), budget_packet(test_id="other"), today=TODAY)
+    action = apply_budget(str(ledger), budget_packet(test_id=TEST_ID, passes=8), today=TODAY)
+    assert action.decision.code is BudgetCode.STABLE_PASS and action.action == "deleted"
+    assert list(listing(ledger)) == [record_file_name("other")]
+
+
+def test_stable_pass_without_a_row(tmp_path: Path) -> None:
+    action = apply_budget(str(tmp_path), budget_packet(passes=8), today=TODAY)
+    assert action.action == "untouched" and listing(tmp_path) == {}
+
+
+UNTOUCHED = [
+    (budget_packet(test_id=TEST_ID, head_digest="c" * 64), BudgetCode.FIXTURE_DRIFT),
+    (budget_packet(test_id=TEST_ID, property_holds=False), BudgetCode.PROPERTY_MISS),
+    (budget_packet(test_id=TEST_ID, passes=0), BudgetCode.STABLE_FAIL),
+    (budget_packet(test_id=TEST_ID, passes=None), BudgetCode.INSUFFICIENT_BUDGET),
+    (
+        budget_packet(test_id=TEST_ID, budget=5, seeds=[1, 2, 3, 4, 5]),
+        BudgetCode.INSUFFICIENT_BUDGET,
+    ),
+    (budget_packet(test_id=TEST_ID, seeds=[1] * 8), BudgetCode.INSUFFICIENT_BUDGET),
+    (budget_packet(test_id=TEST_ID, bogus=1), BudgetCode.INSUFFICIENT_BUDGET),
+    (budget_packet(test_id=" "), BudgetCode.INSUFFICIENT_BUDGET),
+]
+
+
+@pytest.mark.parametrize(("packet", "code"), UNTOUCHED)
+def test_every_other_code_leaves_the_ledger_untouched(
+    tmp_path: Path, packet: dict[str, object], code: BudgetCode
+) -> None:
+    ledger = tmp_path / "ledger"
+    apply_budget(str(ledger), budget_packet(test_id=TEST_ID), today=TODAY)
+    apply_budget(str(ledger), budget_packet(test_id="other"), today=TODAY)
+    before = listing(ledger)
+    action = apply_budget(str(ledger), packet, today=TODAY + dt.timedelta(days=1))
+    assert action.decision.code is code and action.action == "untouched"
+    assert listing(ledger) == before
+
+
+def test_flake_candidate_without_parent_commit_writes_nothing(tmp_path: Path) -> None:
+    action = apply_budget(str(tmp_path), budget_packet(opened_against=...), today=TODAY)
+    assert action.decision.code is BudgetCode.FLAKE_CANDIDATE
+    assert action.action == "refused" and listing(tmp_path) == {}
+
+
+def test_untouched_note_says_an_expired_row_is_absent(tmp_path: Path) -> None:
+    apply_budget(str(tmp_path), budget_packet(test_id=TEST_ID), today=TODAY)
+    later = TODAY + dt.timedelta(days=20)
+    action = apply_budget(str(tmp_path), budget_packet(test_id=TEST_ID, passes=0), today=later)
+    assert "counts as absent" in action.note
+
+
+# --------------------------------------------------------------------------- rows
+
+
+def test_valid_row_passes_until_it_expires() -> None:
+    row = row_record()
+    for days in range(14):
+        assert row_problems(row, today=TODAY + dt.timedelta(days=days)) == [], days
+    assert row_problems(row, today=TODAY + dt.timedelta(days=14))
+    assert not row_expired(row, today=TODAY + dt.timedelta(days=13))
+    assert row_expired(row, today=TODAY + dt.timedelta(days=14))
+
+
+ROW_PROBLEMS = [
+    ("expires today", {"expires_on": TODAY.isoformat()}, "expired"),
+    ("expired", {"expires_on": "2026-01-01"}, "expired"),
+    ("2099", {"expires_on": "2099-12-31"}, "permanent freeze"),
+    ("15 days", {"expires_on": (TODAY + dt.timedelta(days=15)).isoformat()}, "days away"),
+    ("no such day", {"expires_on": "2026-02-30"}, "YYYY-MM-DD"),
+    ("timestamp", {"expires_on": "2026-12-13T00:00:00Z"}, "YYYY-MM-DD"),
+    ("unknown field", {"owner": "x"}, "unknown field 'owner'"),
+    ("missing field", {"opened_against": ...}, "opened_against is missing"),
+    ("code", {"code": "STABLE_PASS"}, "only FLAKE_CANDIDATE"),
+    ("all passed", {"passes": 8}, "STABLE_PASS"),
+    ("none passed", {"passes": 0}, "STABLE_FAIL"),
+    ("passes as string", {"passes": "5"}, "passes"),
+    ("seed repeats", {"seeds": [11, 11, 47, 71, 97, 131, 173, 211]}, "repeats"),
+    ("short budget", {"budget": 4, "seeds": [1, 2, 3, 4], "passes": 2}, "below the minimum"),
+    ("digest", {"parent_digest": "A" * 64}, "parent_digest"),
+    ("format", {"format": "flakecore.lease"}, "format"),
+    ("version", {"format_version": "2.0"}, "format_version"),
+]
+
+
+@pytest.mark.parametrize(
+    ("changes", "reason"), [pytest.param(c, r, id=i) for i, c, r in ROW_PROBLEMS]
+)
+def test_row_problems(changes: dict[str, Any], reason: str) -> None:
+    problems = row_problems(row_record(**changes), today=TODAY)
+    assert any(reason in p for p in problems), problems
+
+
+def test_row_policy_applies() -> None:
+    assert row_problems(row_record(), today=TODAY, policy=Policy(max_lease_days=7))
+    assert row_problems(row_record(), today=TODAY, policy=Policy(min_seed_budget=9))
+
+
+# --------------------------------------------------------------------------- directories
+
+
+def test_check_directory_valid_set(tmp_path: Path) -> None:
+    store(tmp_path, lease_record())
+    store(tmp_path, row_record(test_id="other"))
+    (tmp_path / ".gitkeep").write_text("")
+    (tmp_path / f".{NAME}.1234.tmp").write_text("{half")
+    checks = check_directory(str(tmp_path), now=NOW)
+    assert sorted(c.kind for c in checks) == ["lease", "ledger-row"]
+    assert all(c.valid for c in checks), [c.problems for c in checks]
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "reason"),
+    [
+        (NAME, b"{not json", "invalid JSON"),
+        (NAME, b'{"a": 1, "a": 2}', "duplicate key"),
+        (NAME, b"[]", "expected a JSON object"),
+        (NAME, b'{"format": "flakecore.freeze-record", "test_id": "x"}', "not a lease"),
+        ("notes.txt", b"hello", "not a record file"),
+        ("0" * 64 + ".json", json.dumps(lease_record()).encode(), "file name is not"),
+    ],
+)
+def test_check_directory_flags_bad_files(
+    tmp_path: Path, name: str, body: bytes, reason: str
+) -> None:
+    (tmp_path / name).write_bytes(body)
+    (checked,) = check_directory(str(tmp_path), now=NOW)
+    assert not checked.valid and any(reason in p for p in checked.problems), checked.problems
+
+
+def test_check_directory_flags_subdirectories(tmp_path: Path) -> None:
+    (tmp_path / "nested").mkdir()
+    (checked,) = check_directory(str(tmp_path), now=NOW)
+    assert not checked.valid
+
+
+def test_check_directory_unreadable(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such file"):
+        check_directory(str(tmp_path / "missing"), now=NOW)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(InputError, match="not a directory"):
+        check_directory(str(tmp_path / "file"), now=NOW)
+
+
+def test_stored_decide_packet_is_bound_to_its_patch() -> None:
+    packet = {"format": "flakecore.decide-packet", **decide_packet()}
+    path = record_file_name(str(packet["test_id"]))
+    ok = check_record(packet, path=path, now=NOW, patch_hash="a" * 64, oracle_version="oracle-3")
+    assert ok.valid and ok.kind == "decide-packet", ok.problems
+    rebound = check_record(
+        packet, path=path, now=NOW, patch_hash="b" * 64, oracle_version="oracle-3"
+    )
+    assert any("another patch hash" in p for p in rebound.problems)
+    new_oracle = check_record(packet, path=path, now=NOW, patch_hash="a" * 64, oracle_version="o4")
+    assert any("another oracle version" in p for p in new_oracle.problems)
+    unbound = check_record(packet, path=path, now=NOW)
+    assert any("--patch-hash" in p for p in unbound.problems)
+    refused = check_record(
+        {**packet, "clean_class": "pass"},
+        path=path,
+        now=NOW,
+        patch_hash="a" * 64,
+        oracle_version="oracle-3",
+    )
+    assert any("CLASS_MISMATCH" in p for p in refused.problems)
+
+
+_DEFECTS = st.one_of(
+    st.builds(lambda o: {"owner": o}, st.text(alphabet=" \t\n\u3000", max_size=3)),
+    st.builds(
+        lambda s: {"expires_at": (NOW + dt.timedelta(seconds=s)).replace(tzinfo=None).isoformat()},
+        st.integers(min_value=1, max_value=14 * 86400),
+    ),
+    st.builds(
+        lambda s: {"expires_at": (NOW + dt.timedelta(seconds=s)).isoformat()},
+        st.integers(min_value=-400 * 86400, max_value=0)
+        | st.integers(min_value=14 * 86400 + 1, max_value=80 * 365 * 86400),
+    ),
+    st.builds(
+        lambda f: {"accepted_by": f(HOST)}, st.sampled_from([str.upper, str.lower, str.strip])
+    ),
+)
+
+
+@given(defect=_DEFECTS)
+def test_no_defective_lease_ever_passes_the_directory_check(defect: dict[str, object]) -> None:
+    """What ``lease check`` runs: a stored lease with any of these defects is reported."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store(Path(tmp), lease_record(**defect))
+        (checked,) = check_directory(tmp, now=NOW)
+        assert not checked.valid and checked.kind == "lease"
+
+
+@given(
+    offset=st.integers(min_value=1, max_value=14 * 86400),
+    owner=st.text(min_size=1, max_size=10).filter(str.strip),
+)
+def test_a_sound_lease_passes_the_directory_check(offset: int, owner: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        expiry = (NOW + dt.timedelta(seconds=offset)).isoformat()
+        store(Path(tmp), lease_record(owner=owner, expires_at=expiry))
+        (checked,) = check_directory(tmp, now=NOW)
+        assert checked.valid, checked.problems
