@@ -21,6 +21,7 @@ __all__ = [
     "is_nonblank",
     "is_seed",
     "is_sha",
+    "is_v1",
     "unknown_keys",
 ]
 
@@ -87,12 +88,13 @@ def format_problem(packet: Mapping[str, object], kind: str) -> str | None:
     version = packet.get("format_version", MISSING)
     if name is not MISSING and name != expected:
         return f"format is {name!r}, expected {expected!r}"
-    if version is not MISSING and (not isinstance(version, str) or not _is_v1(version)):
+    if version is not MISSING and (not isinstance(version, str) or not is_v1(version)):
         return f"format_version {version!r} is not a 1.x version"
     return None
 
 
-def _is_v1(version: str) -> bool:
+def is_v1(version: str) -> bool:
+    """``1.<minor>``: ASCII digits, no leading zero in the minor."""
     major, dot, minor = version.partition(".")
     ascii_digits = minor.isascii() and minor.isdigit()
     return major == "1" and dot == "." and ascii_digits and (minor == "0" or minor[0] != "0")

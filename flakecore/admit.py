@@ -21,7 +21,7 @@ from flakecore.exits import ADMIT_EXIT
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import ADMIT_FIELDS, AdmitEvidence
 
-__all__ = ["AdmitDecision", "admit", "freeze_record"]
+__all__ = ["AdmitDecision", "admit", "admit_verdict", "freeze_record"]
 
 AdmitDecision = Decision[AdmitCode]
 
@@ -62,6 +62,18 @@ def _incomplete_reasons(packet: Mapping[str, object]) -> list[str]:
     return reasons
 
 
+def admit_verdict(code: AdmitCode, *reasons: str, policy: Policy) -> AdmitDecision:
+    """An ``admit`` decision for ``code`` (also used by ``replay`` when it must refuse early)."""
+    return Decision(
+        policy=PolicyName.ADMIT,
+        code=code,
+        exit_code=ADMIT_EXIT[code],
+        accepted=code is AdmitCode.ACCEPT_PREEXISTING,
+        reasons=reasons,
+        policy_values=policy.values("attempt_cap", "min_base_misses"),
+    )
+
+
 def admit(
     evidence: AdmitEvidence | Mapping[str, object], *, policy: Policy = DEFAULT_POLICY
 ) -> AdmitDecision:
@@ -74,14 +86,7 @@ def admit(
     cap, floor = policy.attempt_cap, policy.min_base_misses
 
     def verdict(code: AdmitCode, *reasons: str) -> AdmitDecision:
-        return Decision(
-            policy=PolicyName.ADMIT,
-            code=code,
-            exit_code=ADMIT_EXIT[code],
-            accepted=code is AdmitCode.ACCEPT_PREEXISTING,
-            reasons=reasons,
-            policy_values=policy.values("attempt_cap", "min_base_misses"),
-        )
+        return admit_verdict(code, *reasons, policy=policy)
 
     if not isinstance(packet, Mapping):
         return verdict(AdmitCode.REJECT_INCOMPLETE, "evidence is not a JSON object")

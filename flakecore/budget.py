@@ -22,7 +22,7 @@ from flakecore.exits import BUDGET_EXIT
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import BUDGET_FIELDS, BudgetPacket
 
-__all__ = ["BudgetDecision", "budget", "ledger_row"]
+__all__ = ["BudgetDecision", "budget", "budget_verdict", "ledger_row"]
 
 BudgetDecision = Decision[BudgetCode]
 
@@ -74,6 +74,18 @@ def _budget_problems(seeds: Sequence[object], passes: object, n: int, minimum: i
     return problems
 
 
+def budget_verdict(code: BudgetCode, *reasons: str, policy: Policy) -> BudgetDecision:
+    """A ``budget`` decision for ``code`` (also used by ``budget-run`` when it must stop early)."""
+    return Decision(
+        policy=PolicyName.BUDGET,
+        code=code,
+        exit_code=BUDGET_EXIT[code],
+        accepted=code is BudgetCode.FLAKE_CANDIDATE,
+        reasons=reasons,
+        policy_values=policy.values("min_seed_budget", "max_lease_days"),
+    )
+
+
 def budget(
     packet: BudgetPacket | Mapping[str, object], *, policy: Policy = DEFAULT_POLICY
 ) -> BudgetDecision:
@@ -85,14 +97,7 @@ def budget(
     data = packet.to_json() if isinstance(packet, BudgetPacket) else packet
 
     def verdict(code: BudgetCode, *reasons: str) -> BudgetDecision:
-        return Decision(
-            policy=PolicyName.BUDGET,
-            code=code,
-            exit_code=BUDGET_EXIT[code],
-            accepted=code is BudgetCode.FLAKE_CANDIDATE,
-            reasons=reasons,
-            policy_values=policy.values("min_seed_budget", "max_lease_days"),
-        )
+        return budget_verdict(code, *reasons, policy=policy)
 
     if not isinstance(data, Mapping):
         return verdict(BudgetCode.INSUFFICIENT_BUDGET, "packet is not a JSON object")

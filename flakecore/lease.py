@@ -28,12 +28,13 @@ from typing import Final
 
 import attrs
 
-from flakecore._fields import MISSING, is_bool, is_int, is_nonblank
+from flakecore._fields import MISSING, is_bool, is_int, is_nonblank, is_v1
 from flakecore.classify import ClassifyDecision, classify
 from flakecore.codes import ClassifyClass
 from flakecore.digest import is_digest
 from flakecore.identity import RunnerId, same_runner
 from flakecore.policy import DEFAULT_POLICY, Policy
+from flakecore.records import CLASSIFY_FIELDS
 from flakecore.timeutil import format_rfc3339, parse_rfc3339
 
 __all__ = [
@@ -83,26 +84,10 @@ LEASE_FIELDS: Final = (
 #: Fields whose absence makes a lease invalid (``patch_hash``/``oracle_version`` are optional).
 LEASE_REQUIRED: Final = tuple(f for f in LEASE_FIELDS if f not in ("patch_hash", "oracle_version"))
 
-#: The fields of a lease that are a classify report: they are re-judged, not trusted.
-_REPORT_FIELDS: Final = (
-    "property_verdict",
-    "pin_status",
-    "origin_passed",
-    "replays",
-    "owner",
-    "expires_at",
-    "budget",
-    "pinned_sha256",
-    "canary",
-)
-_FORMAT_VERSION = re.compile(r"1\.(?:0|[1-9][0-9]*)")
-
 
 def format_version_ok(value: object) -> bool:
     """``1.<minor>`` with no leading zero in the minor, as the schemas spell it."""
-    return (
-        isinstance(value, str) and value.isascii() and _FORMAT_VERSION.fullmatch(value) is not None
-    )
+    return isinstance(value, str) and is_v1(value)
 
 
 @attrs.frozen(kw_only=True)
@@ -342,7 +327,7 @@ def _time_problems(
 
 def _classify_problems(record: Mapping[str, object], now: dt.datetime, policy: Policy) -> list[str]:
     """Re-judge the stored evidence: the class, the replays and the lease window at ``now``."""
-    report = {k: record[k] for k in _REPORT_FIELDS if k in record}
+    report = {k: record[k] for k in CLASSIFY_FIELDS if k in record}  # re-judged, not trusted
     decision = classify(report, now=now, policy=policy)
     if decision.code is not ClassifyClass.FLAKE:
         return [f"the evidence classifies as {decision.code.value}: {r}" for r in decision.reasons]

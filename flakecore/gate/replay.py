@@ -32,14 +32,12 @@ from typing import Protocol
 
 import attrs
 
-from flakecore.admit import AdmitDecision, admit, freeze_record
+from flakecore.admit import AdmitDecision, admit, admit_verdict, freeze_record
 from flakecore.attempts import AttemptWriter, LogSummary, reduce_logs
-from flakecore.codes import AdmitCode, AttemptResult, Outcome, PolicyName
-from flakecore.decision import Decision
+from flakecore.codes import AdmitCode, AttemptResult, Outcome
 from flakecore.digest import file_sha256, is_digest
 from flakecore.errors import FlakecoreError, InputError, UsageError
 from flakecore.evidence import Attempt, blocking_flags
-from flakecore.exits import ADMIT_EXIT
 from flakecore.gate._runtime import (
     CommandRun,
     atomic_write,
@@ -279,14 +277,7 @@ class _Refuse(Exception):
 
 
 def _decision(policy: Policy, code: AdmitCode, *reasons: str) -> AdmitDecision:
-    return Decision(
-        policy=PolicyName.ADMIT,
-        code=code,
-        exit_code=ADMIT_EXIT[code],
-        accepted=code is AdmitCode.ACCEPT_PREEXISTING,
-        reasons=reasons,
-        policy_values=policy.values("attempt_cap", "min_base_misses"),
-    )
+    return admit_verdict(code, *reasons, policy=policy)
 
 
 def _validate(request: ReplayRequest, policy: Policy) -> int:

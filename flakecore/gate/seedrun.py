@@ -29,12 +29,10 @@ from pathlib import Path
 
 import attrs
 
-from flakecore.budget import BudgetDecision, budget
-from flakecore.codes import AttemptResult, BudgetCode, PolicyName
-from flakecore.decision import Decision
+from flakecore.budget import BudgetDecision, budget, budget_verdict
+from flakecore.codes import AttemptResult, BudgetCode
 from flakecore.digest import canonical_json_sha256, sha256_bytes
 from flakecore.errors import InputError, UsageError
-from flakecore.exits import BUDGET_EXIT
 from flakecore.gate._runtime import (
     CommandRun,
     atomic_write,
@@ -165,14 +163,7 @@ class BudgetRunOutcome:
 
 
 def _insufficient(policy: Policy, *reasons: str) -> BudgetDecision:
-    return Decision(
-        policy=PolicyName.BUDGET,
-        code=BudgetCode.INSUFFICIENT_BUDGET,
-        exit_code=BUDGET_EXIT[BudgetCode.INSUFFICIENT_BUDGET],
-        accepted=False,
-        reasons=reasons,
-        policy_values=policy.values("min_seed_budget", "max_lease_days"),
-    )
+    return budget_verdict(BudgetCode.INSUFFICIENT_BUDGET, *reasons, policy=policy)
 
 
 def _validate(request: BudgetRunRequest) -> None:
