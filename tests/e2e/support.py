@@ -20,6 +20,8 @@ from typing import Any
 
 import attrs
 
+from flakecore import validation
+
 __all__ = [
     "EPOCH_LOCK",
     "PROPERTY_FILE",
@@ -190,4 +192,7 @@ def decision(run: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     assert len(lines) == 1, (run.stdout, run.stderr)
     value = json.loads(lines[0])
     assert isinstance(value, dict)
+    # Every decision the gathering verbs print is also a valid decision record.
+    problems = [str(p) for p in validation.iter_errors(value, "decision")]
+    assert problems == [], problems
     return value
