@@ -89,9 +89,13 @@ def fuzz(session: nox.Session) -> None:
     session.install("atheris>=2.3")
     seconds = session.posargs[0] if session.posargs else "60"
     corpus = tempfile.mkdtemp(prefix="flakecore-fuzz-")
-    for seed in glob.glob("examples/*/*.json*") + glob.glob("tests/adversarial/*/*"):
+    seeds = glob.glob("examples/*/*.json*") + glob.glob("tests/adversarial/*/*")
+    for pattern in ("*.xml", "*.tap", "*.json", "*.jsonl"):
+        seeds += glob.glob(f"tests/fixtures/reports/*/{pattern}")
+    for seed in seeds:
         shutil.copy(seed, corpus)
     harnesses = ["json", "admit", "decide", "budget", "classify", "attempt-log"]
+    harnesses += ["junit", "pytest-json", "pytest-reportlog", "tap", "auto"]
     for name in harnesses:
         session.log(f"fuzzing {name} for {seconds}s")
         session.run(

@@ -10,12 +10,15 @@ misses than lines.  A harness that finds a problem raises ``AssertionError``
 from __future__ import annotations
 
 import datetime as dt
+import io
 import os
 import tempfile
 from collections.abc import Callable, Mapping
 
+import flakecore_adapters
+
 import flakecore
-from flakecore import InputError, digest
+from flakecore import InputError, Outcome, digest
 
 __all__ = ["HARNESSES"]
 
@@ -116,6 +119,30 @@ def fuzz_attempt_log(data: bytes) -> None:
         assert b"\r" not in data
 
 
+def _report(fmt: str) -> Callable[[bytes], None]:
+    """A report parser: records with valid fields, or an InputError; nothing else escapes."""
+
+    def harness(data: bytes) -> None:
+        message = ""
+        try:
+            attempts = list(
+                flakecore_adapters.iter_attempts(io.BytesIO(data), format=fmt, source_name="fuzz")
+            )
+        except InputError as exc:
+            attempts, message = [], str(exc)
+        assert "\n" not in message
+        seen: dict[str, int] = {}
+        for attempt in attempts:
+            assert isinstance(attempt.outcome, Outcome)
+            assert attempt.test_id
+            seen[attempt.test_id] = seen.get(attempt.test_id, 0) + 1
+            assert attempt.attempt == seen[attempt.test_id]
+            flakecore_adapters.attempt_line(attempt)
+
+    harness.__name__ = f"fuzz_{fmt.replace('-', '_')}"
+    return harness
+
+
 HARNESSES: dict[str, Callable[[bytes], None]] = {
     "json": fuzz_json,
     "admit": fuzz_admit,
@@ -123,4 +150,5 @@ HARNESSES: dict[str, Callable[[bytes], None]] = {
     "budget": fuzz_budget,
     "classify": fuzz_classify,
     "attempt-log": fuzz_attempt_log,
+    **{fmt: _report(fmt) for fmt in ("auto", "junit", "pytest-json", "pytest-reportlog", "tap")},
 }
