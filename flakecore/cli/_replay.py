@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import cast
 
 from flakecore.cli._common import die, write_json_line
+from flakecore.cli._output import add_config_arguments, config_from_args
 from flakecore.errors import UsageError
 from flakecore.evidence import Attempt
 from flakecore.exits import EXIT_CANTCREAT, EXIT_IOERR, EXIT_SOFTWARE
@@ -124,6 +125,7 @@ def _register_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--log", metavar="ATTEMPTS.jsonl", help="attempt log to create (default: a temporary file)"
     )
     _common_run_flags(parser)
+    add_config_arguments(parser)
     parser.set_defaults(run=_run_replay)
 
 
@@ -159,6 +161,7 @@ def _register_budget_run(sub: argparse._SubParsersAction[argparse.ArgumentParser
     )
     parser.add_argument("--out", required=True, metavar="budget.json", help="observation record")
     _common_run_flags(parser)
+    add_config_arguments(parser)
     parser.set_defaults(run=_run_budget)
 
 
@@ -219,6 +222,7 @@ def _stopped(exc: Terminated) -> int:
 
 
 def _run_replay(args: argparse.Namespace) -> int:
+    policy = config_from_args(args).policy  # [tool.flakecore], then --policy overrides
     out = Path(args.out)
     # First of all: whatever happens next, a stale freeze record is never inherited.
     remove_file(out)
@@ -254,6 +258,7 @@ def _run_replay(args: argparse.Namespace) -> int:
                 out=out,
                 progress=_progress if sys.stderr.isatty() else None,
                 output=_output_fd(),
+                policy=policy,
             )
     except Terminated as exc:
         return _stopped(exc)
@@ -282,6 +287,7 @@ def _run_replay(args: argparse.Namespace) -> int:
 
 
 def _run_budget(args: argparse.Namespace) -> int:
+    policy = config_from_args(args).policy
     out = Path(args.out)
     remove_file(out)  # a stale observation never stands in for this one
     try:
@@ -303,7 +309,7 @@ def _run_budget(args: argparse.Namespace) -> int:
     )
     try:
         with signals_raise():
-            outcome = run_budget(request, out=out, output=_output_fd())
+            outcome = run_budget(request, out=out, output=_output_fd(), policy=policy)
     except Terminated as exc:
         return die(f"stopped by {exc}", 128 + exc.signum)
     except (FileNotFoundError, PermissionError) as exc:

@@ -527,3 +527,20 @@ def test_progress_only_on_a_terminal(repo: SampleRepo, tmp_path: Path) -> None:
     assert "attempt 2/2 misses=2" in terminal
     assert json.loads(run.stdout)["code"] == "ACCEPT_PREEXISTING"
     repo.assert_clean()
+
+
+def test_repository_policy_from_pyproject_and_flags(repo: SampleRepo, tmp_path: Path) -> None:
+    # [tool.flakecore] in the scored checkout raises the miss floor; the decision records it.
+    (repo.path / "pyproject.toml").write_text("[tool.flakecore]\nmin_base_misses = 3\n")
+    out = tmp_path / "freeze.json"
+    run = repo.flakecore(*repo.replay_args(seed="3", out=out))
+    d = decision(run)
+    assert d["policy_values"] == {"attempt_cap": 5, "min_base_misses": 3}
+    assert (d["code"], run.returncode) == ("REJECT_PATCH_INTRODUCED", 4)  # 2 misses < floor 3
+    assert not out.exists()
+    flagged = repo.flakecore(
+        *repo.replay_args(seed="3", out=out, extra=["--policy", "min_base_misses=2"])
+    )
+    assert decision(flagged)["policy_values"]["min_base_misses"] == 2
+    assert decision(flagged)["code"] == "ACCEPT_PREEXISTING"
+    repo.assert_clean()
