@@ -17,10 +17,15 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from flakecore.cli._common import die, write_json_line
-from flakecore.cli._output import add_config_arguments, config_from_args
+from flakecore.cli._output import (
+    GithubOutput,
+    SummaryRow,
+    add_config_arguments,
+    config_from_args,
+)
 from flakecore.errors import UsageError
 from flakecore.evidence import Attempt
 from flakecore.exits import EXIT_CANTCREAT, EXIT_IOERR, EXIT_SOFTWARE
@@ -126,6 +131,7 @@ def _register_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     _common_run_flags(parser)
     add_config_arguments(parser)
+    _github_flag(parser)
     parser.set_defaults(run=_run_replay)
 
 
@@ -162,6 +168,7 @@ def _register_budget_run(sub: argparse._SubParsersAction[argparse.ArgumentParser
     parser.add_argument("--out", required=True, metavar="budget.json", help="observation record")
     _common_run_flags(parser)
     add_config_arguments(parser)
+    _github_flag(parser)
     parser.set_defaults(run=_run_budget)
 
 
@@ -219,6 +226,33 @@ def _progress(attempt: int, total: int, misses: int) -> None:
 
 def _stopped(exc: Terminated) -> int:
     return die(f"stopped by {exc} (worktree removed, no freeze record)", 128 + exc.signum)
+
+
+def _github_flag(parser: argparse.ArgumentParser) -> None:
+    # Here --format names the *report* format (the issue's replay syntax), so the
+    # GitHub output every other verb spells --format github is its own flag.
+    parser.add_argument(
+        "--github",
+        action="store_true",
+        help="also write a GitHub Actions annotation and a $GITHUB_STEP_SUMMARY row",
+    )
+
+
+def _finish(args: argparse.Namespace, verb: str, test: str, evidence: str, decision: Any) -> int:
+    """The exit code, after the GitHub annotation and summary row when ``--github``."""
+    if not args.github:
+        return int(decision.exit_code)
+    github = GithubOutput(f"flakecore {verb}")
+    row = SummaryRow(
+        test=test,
+        policy=decision.policy.value,
+        code=decision.code.value,
+        reason="; ".join(decision.reasons),
+        evidence=evidence,
+        refused=not decision.accepted,
+    )
+    github.add(row)
+    return github.finish(int(decision.exit_code))
 
 
 def _run_replay(args: argparse.Namespace) -> int:
@@ -283,7 +317,7 @@ def _run_replay(args: argparse.Namespace) -> int:
         print(line, flush=True)
         if outcome.freeze is not None:
             print(f"freeze record: {out}", flush=True)
-    return decision.exit_code
+    return _finish(args, "replay", args.test_id or args.property_file, args.out, decision)
 
 
 def _run_budget(args: argparse.Namespace) -> int:
@@ -332,4 +366,4 @@ def _run_budget(args: argparse.Namespace) -> int:
             + "; ".join(decision.reasons),
             flush=True,
         )
-    return decision.exit_code
+    return _finish(args, "budget-run", args.test_id, args.out, decision)

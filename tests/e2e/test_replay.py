@@ -544,3 +544,27 @@ def test_repository_policy_from_pyproject_and_flags(repo: SampleRepo, tmp_path: 
     assert decision(flagged)["policy_values"]["min_base_misses"] == 2
     assert decision(flagged)["code"] == "ACCEPT_PREEXISTING"
     repo.assert_clean()
+
+
+def test_github_output_annotates_and_appends_the_step_summary(
+    repo: SampleRepo, tmp_path: Path
+) -> None:
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    args = [a for a in repo.replay_args(seed="7", out=tmp_path / "f.json") if a != "--json"]
+    args.insert(args.index("--"), "--github")
+    run = subprocess.run(
+        [sys.executable, "-m", "flakecore", *args],
+        cwd=repo.path,
+        env=repo.env({"GITHUB_STEP_SUMMARY": str(summary)}),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 4
+    assert "::error title=flakecore admit" in run.stdout
+    assert "REJECT_PATCH_INTRODUCED" in run.stdout
+    text = summary.read_text()
+    assert text.startswith("earlier step\n")
+    assert "| admit | REJECT_PATCH_INTRODUCED |" in text
+    repo.assert_clean()
