@@ -7,12 +7,21 @@ RSS (``ru_maxrss`` of that child) belongs to one job.  For every format:
   with no-op start/end/text handlers; pytest JSON: ``ijson.items(f,
   "tests.item")`` on the yajl2_c backend; TAP: a compiled ``re`` matched
   against every line);
-* ``ingest``: ``flakecore_adapters.iter_attempts`` + ``write_jsonl`` to a
-  file, i.e. what ``flakecore ingest`` does;
+* ``ingest``: ``flakecore_adapters.iter_jsonl`` to a file, i.e. what
+  ``flakecore ingest`` does (records rendered straight to JSON Lines); the
+  ratio targets apply to this row;
+* ``objects``: ``iter_attempts`` + ``write_jsonl`` (``Attempt`` objects
+  first, same bytes), for context;
 * ``idle``: the interpreter with the adapters imported, for the RSS base.
 
+Every measurement is repeated (``--repeat``, default 3), interleaved, and
+the table shows medians; a row's ratio is the median of its per-repeat
+ratios to that repeat's baseline.  ``ratio`` compares wall-clock seconds
+(the target); ``cpu ratio`` compares the child's user+system CPU seconds,
+which a machine shared with other jobs disturbs less.
+
 Usage: ``python bench/run.py`` (1M testcases per format) or
-``python bench/run.py --testcases 2000`` for a smoke run.
+``python bench/run.py --testcases 2000 --repeat 1`` for a smoke run.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -87,6 +97,18 @@ def _baseline(fmt: str, path: str) -> int:
 
 
 def _ingest(fmt: str, path: str, out: str) -> int:
+    """What ``flakecore ingest`` does: records rendered straight to JSON Lines."""
+    import flakecore_adapters
+
+    counts: dict[str, int] = {}
+    with open(out, "wb") as fh:
+        for chunk in flakecore_adapters.iter_jsonl(path, format=fmt, counts=counts):
+            fh.write(chunk)
+    return sum(v for k, v in counts.items() if k != "flagged")
+
+
+def _objects(fmt: str, path: str, out: str) -> int:
+    """The library path: ``Attempt`` objects, then ``write_jsonl`` (same bytes)."""
     import flakecore_adapters
 
     with open(out, "wb") as fh:
@@ -99,16 +121,25 @@ def child(mode: str, fmt: str, path: str, out: str) -> None:
     """Run one measurement and print it as JSON (called in a fresh interpreter)."""
     import flakecore_adapters  # noqa: F401 - the idle RSS includes the package
 
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    cpu_start = usage.ru_utime + usage.ru_stime
     start = time.perf_counter()
     if mode == "baseline":
         count = _baseline(fmt, path)
     elif mode == "ingest":
         count = _ingest(fmt, path, out)
+    elif mode == "objects":
+        count = _objects(fmt, path, out)
     else:
         count = 0
     seconds = time.perf_counter() - start
-    rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"seconds": seconds, "count": count, "rss_mib": rss_kib / 1024}))
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = usage.ru_utime + usage.ru_stime - cpu_start
+    print(
+        json.dumps(
+            {"seconds": seconds, "cpu": cpu, "count": count, "rss_mib": usage.ru_maxrss / 1024}
+        )
+    )
 
 
 def _measure(mode: str, fmt: str, path: Path, out: Path) -> dict[str, float]:
@@ -128,6 +159,12 @@ def main() -> None:
     parser.add_argument("--testcases", type=int, default=1_000_000)
     parser.add_argument("--dir", type=Path, default=None, help="where reports are kept")
     parser.add_argument("--formats", nargs="*", default=list(FORMATS))
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="runs of every measurement (medians are shown)"
+    )
+    parser.add_argument(
+        "--no-objects", action="store_true", help="skip the iter_attempts + write_jsonl row"
+    )
     parser.add_argument("--child", nargs=4, metavar=("MODE", "FORMAT", "PATH", "OUT"))
     args = parser.parse_args()
     if args.child:
@@ -139,11 +176,11 @@ def main() -> None:
         idle = _measure("idle", "tap", Path(os.devnull), Path(os.devnull))
         print(
             f"python {sys.version.split()[0]}, {args.testcases} testcases per format, "
-            f"idle interpreter RSS {idle['rss_mib']:.1f} MiB"
+            f"idle interpreter RSS {idle['rss_mib']:.1f} MiB, median of {args.repeat} run(s)"
         )
         header = (
-            f"{'format':<12} {'run':<18} {'seconds':>8} {'testcases/s':>12} {'MB/s':>7} "
-            f"{'peak MiB':>9} {'+idle MiB':>9} {'ratio':>6}"
+            f"{'format':<12} {'run':<25} {'seconds':>8} {'testcases/s':>12} {'MB/s':>7} "
+            f"{'peak MiB':>9} {'+idle MiB':>9} {'ratio':>6} {'cpu s':>7} {'cpu ratio':>9}"
         )
         print(header)
         print("-" * len(header))
@@ -156,21 +193,42 @@ def main() -> None:
             if fmt == "pytest-json":
                 runs.append(("baseline", "pytest-json-stdlib"))
             runs.append(("ingest", fmt))
-            base = None
-            for mode, label in runs:
-                res = _measure(mode, label, path, out)
-                if base is None:
-                    base = res["seconds"]
-                ratio = res["seconds"] / base
-                name = "ingest" if mode == "ingest" else f"bare {label}"
+            if not args.no_objects:
+                runs.append(("objects", fmt))
+            # Interleaved: every repeat measures each run once, so a change of
+            # machine load hits the baseline and the ingest of one repeat alike.
+            seconds: dict[int, list[float]] = {i: [] for i in range(len(runs))}
+            cpu: dict[int, list[float]] = {i: [] for i in range(len(runs))}
+            rss: dict[int, float] = dict.fromkeys(range(len(runs)), 0.0)
+            for _ in range(args.repeat):
+                for i, (mode, label) in enumerate(runs):
+                    res = _measure(mode, label, path, out)
+                    seconds[i].append(res["seconds"])
+                    cpu[i].append(res["cpu"])
+                    rss[i] = max(rss[i], res["rss_mib"])
+            for i, (mode, label) in enumerate(runs):
+                took = statistics.median(seconds[i])
+                # A ratio is the median of each repeat's ratio to its own baseline.
+                ratio = statistics.median(
+                    s / b for s, b in zip(seconds[i], seconds[0], strict=True)
+                )
+                cpu_ratio = statistics.median(
+                    s / max(b, 1e-9) for s, b in zip(cpu[i], cpu[0], strict=True)
+                )
+                name = {
+                    "baseline": f"bare {label}",
+                    "ingest": "ingest (iter_jsonl)",
+                    "objects": "objects (iter_attempts)",
+                }[mode]
                 print(
-                    f"{fmt:<12} {name:<18} {res['seconds']:>8.2f} "
-                    f"{args.testcases / res['seconds']:>12,.0f} {size_mb / res['seconds']:>7.1f} "
-                    f"{res['rss_mib']:>9.1f} {res['rss_mib'] - idle['rss_mib']:>9.1f} {ratio:>6.2f}"
+                    f"{fmt:<12} {name:<25} {took:>8.2f} "
+                    f"{args.testcases / took:>12,.0f} {size_mb / took:>7.1f} "
+                    f"{rss[i]:>9.1f} {rss[i] - idle['rss_mib']:>9.1f} {ratio:>6.2f}"
+                    f" {statistics.median(cpu[i]):>7.2f} {cpu_ratio:>9.2f}"
                 )
                 if mode == "ingest":
                     over_time = ratio > TARGETS[fmt]
-                    over_rss = res["rss_mib"] - idle["rss_mib"] > RSS_BUDGET_MIB
+                    over_rss = rss[i] - idle["rss_mib"] > RSS_BUDGET_MIB
                     failed = failed or over_time or over_rss
                     verdict = "MISSED" if over_time or over_rss else "met"
                     print(

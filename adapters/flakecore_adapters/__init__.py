@@ -32,6 +32,7 @@ __all__ = [
     "Limits",
     "attempt_line",
     "iter_attempts",
+    "iter_jsonl",
     "sniff",
     "write_jsonl",
 ]
@@ -41,6 +42,16 @@ _PARSERS = {
     "pytest-json": pytest_json.iter_attempts,
     "pytest-reportlog": reportlog.iter_attempts,
     "tap": tap.iter_attempts,
+}
+
+
+#: Lines joined into one chunk of bytes (bounds the transient copies).
+_JOIN = 2048
+_LINES = {
+    "junit": junit.iter_lines,
+    "pytest-json": pytest_json.iter_lines,
+    "pytest-reportlog": reportlog.iter_lines,
+    "tap": tap.iter_lines,
 }
 
 
@@ -75,6 +86,45 @@ def iter_attempts(
         if name == "auto":
             name = sniff(reader.peek(), source=source)
         yield from _PARSERS[name](reader, limits=limits, only=test_id)
+    except RecursionError:
+        raise InputError("report nested too deeply", source=source) from None
+    finally:
+        if owned:
+            stream.close()
+
+
+def iter_jsonl(
+    path_or_stream: str | os.PathLike[str] | BinaryIO,
+    *,
+    format: str = "auto",
+    source_name: str | None = None,
+    test_id: str | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    counts: dict[str, int] | None = None,
+) -> Iterator[bytes]:
+    """The attempt records of one report as JSON Lines, in chunks of whole lines.
+
+    The bytes are exactly those of ``write_jsonl(iter_attempts(...))`` with
+    the same arguments (same records, order, flags, numbering and errors),
+    made without building ``Attempt`` objects: this is what ``flakecore
+    ingest`` writes.  ``counts``, when given, gets the number of records per
+    outcome value and ``flagged`` (records with any flag) added to it.
+
+    Raises like :func:`iter_attempts`, possibly after some chunks were
+    yielded: a consumer must then treat the whole report as unusable.
+    """
+    if format != "auto" and format not in _LINES:
+        raise UsageError(f"unknown report format {format!r} (expected auto or one of {FORMATS})")
+    stream, source, owned = open_report(path_or_stream, source_name)
+    tally: dict[str, int] = {} if counts is None else counts
+    try:
+        reader = Reader(stream, source=source, max_bytes=limits.max_bytes)
+        name = format
+        if name == "auto":
+            name = sniff(reader.peek(), source=source)
+        for batch in _LINES[name](reader, limits=limits, only=test_id, counts=tally):
+            for at in range(0, len(batch), _JOIN):
+                yield "".join(batch[at : at + _JOIN]).encode("ascii")
     except RecursionError:
         raise InputError("report nested too deeply", source=source) from None
     finally:

@@ -3,75 +3,144 @@
 Why a window: a test id written as two *separate* elements (pytest-rerunfailures
 writes each failed rerun into JUnit XML as a childless ``<testcase>`` that reads
 as a pass) is only known to be repeated when the second element arrives, but
-the flag must be on *every* attempt of that id.  So attempts are held in a FIFO
-of at most ``Limits.reorder_window`` entries before they are built and emitted;
-a repeat found while the earlier attempts are still held flags all of them.
+the flag must be on *every* attempt of that id.  So an attempt is emitted only
+once ``reorder_window`` later attempts have been read; a repeat arriving at
+most ``reorder_window`` attempts after an attempt of the same id flags all of
+them.
 
-A repeat found after an earlier attempt of the same id already left the window
-cannot be flagged correctly any more, so it is refused (``InputError``) rather
-than emitted half-flagged.  Ids that already carry the flag may repeat at any
-distance.
+Attempts are numbered in arrival order (their *index*).  A test id's
+attempts that follow each other at most ``reorder_window`` apart form one
+*state*; a repeat from a separate element flags the state, unless one of its
+attempts is already further back than the window (it may already be
+emitted): then the report is refused (``InputError``) rather than emitted
+half-flagged.  A state ends once its last attempt is emitted.  A later
+attempt of an id whose state ended may only continue a *flagged* state
+(flagged ids may repeat at any distance); any other repeat is refused.
 
-Memory: the window is bounded; beyond it each distinct id costs one 6-byte
-fingerprint (62 bits of Python's per-process randomized string hash, split
-over 2**14 byte buckets), never the id itself or its records.  Two distinct
-ids with the same fingerprint are treated as one id: at worst a spurious
-repeat (flagged or refused), never a hidden one.  Every repeat of an id in a separate element is
-flagged, whatever the outcomes: agreeing childless rerun elements prove
-nothing.
+Memory: the live states are bounded by the window; beyond it each distinct id
+costs one fingerprint (Python's per-process randomized 64-bit string hash) in
+an open-addressing table of 8-byte slots kept at most half full: 16-32 bytes
+per distinct id, never the id itself or its records.  The
+fingerprint check runs when a state ends: an id whose earlier state already
+ended unflagged is refused there (the error names the line of the repeat).
+Two distinct ids with the same fingerprint are treated as one id: at worst a
+spurious refusal, never a hidden repeat.  Every repeat of an id in a separate
+element is flagged, whatever the outcomes: agreeing childless rerun elements
+prove nothing.
+
+Two outputs share this logic: ``Attempt`` objects (``iter_attempts``) and
+JSON Lines text (``iter_jsonl``).  The text path may also hand over whole
+*blocks* of attempts it rendered itself (:meth:`Emitter.claim` /
+:meth:`Emitter.push_block`) when each is the first attempt of a new id:
+attempt 1, unflagged unless a repeat arrives while it is held, which then
+patches its line.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from flakecore.codes import AttemptFlag, Outcome
 from flakecore.errors import InputError, LimitError
-from flakecore.evidence import Attempt, Source
 from flakecore_adapters._common import CONFLICT, NO_FLAGS
+from flakecore_adapters._render import add_conflict
 
 __all__ = ["Emitter"]
 
-_BUCKET_BITS = 14
-_BUCKET_MASK = (1 << _BUCKET_BITS) - 1
-_KEY_MASK = (1 << 48) - 1
-_KEY_BYTES = 6
+_FIRST_SLOTS = 1 << 16  # fingerprint table slots to start with (512 KiB)
+_MAX_FLAGGED_IDS = 1_000_000
+
+#: Build one output record: ``(test_id, outcome, native, number, src,
+#: duration, message, flags)`` -> an ``Attempt`` or a JSON line.
+Builder = Callable[
+    [str, Outcome, str, int, Any, float | None, str | None, frozenset[AttemptFlag]], Any
+]
+
+# A live state: [first index, last index, attempts so far, flagged, element serial,
+# line of the first attempt].  A claimed (block) attempt is held in the live
+# dict as its bare index (an int) until a repeat turns it into a state.
+_FIRST, _LAST, _COUNT, _FLAGGED, _SERIAL, _LINE = range(6)
 
 
 class _Fingerprints:
-    """Set of 62-bit fingerprints in 6 bytes each: the only per-id memory."""
+    """Set of 64-bit string hashes: one open-addressing table of 8-byte slots.
 
-    __slots__ = ("_buckets",)
+    One flat table (linear probing, at most half full, doubled when it gets
+    there): a look-up touches one place in memory, which matters more than
+    anything else here once a report has a million ids.
+    """
+
+    __slots__ = ("_count", "_mask", "_table")
 
     def __init__(self) -> None:
-        self._buckets: list[bytearray | None] = [None] * (1 << _BUCKET_BITS)
+        self._table = memoryview(bytearray(_FIRST_SLOTS * 8)).cast("q")
+        self._mask = _FIRST_SLOTS - 1
+        self._count = 0
 
-    @staticmethod
-    def split(test_id: str) -> tuple[int, bytes]:
-        """``(bucket, key)`` of an id: computed once, used for lookup and insert."""
-        h = hash(test_id)
-        return h & _BUCKET_MASK, ((h >> _BUCKET_BITS) & _KEY_MASK).to_bytes(_KEY_BYTES, "little")
-
-    def contains(self, where: tuple[int, bytes]) -> bool:
-        bucket = self._buckets[where[0]]
-        if bucket is None:
-            return False
-        key = where[1]
-        at = bucket.find(key)
-        while at >= 0:
-            if at % _KEY_BYTES == 0:
+    def check_add(self, test_id: str) -> bool:
+        """Add the id's fingerprint; True if it was already there."""
+        h = hash(test_id) or 1  # 0 marks a free slot
+        table = self._table
+        mask = self._mask
+        at = h & mask
+        slot = table[at]
+        while slot:
+            if slot == h:
                 return True
-            at = bucket.find(key, at + 1)
+            at = (at + 1) & mask
+            slot = table[at]
+        table[at] = h
+        self._count += 1
+        if self._count * 2 > mask:
+            self._grow()
         return False
 
-    def add(self, where: tuple[int, bytes]) -> None:
-        index, key = where
-        bucket = self._buckets[index]
-        if bucket is None:
-            self._buckets[index] = bytearray(key)
-        else:
-            bucket += key
+    def forget_all(self, ids: Sequence[str], live: dict[str, Any]) -> int:
+        """Remove each id from ``live`` and :meth:`check_add` it, in order.
+
+        Returns the position of the first id whose fingerprint was already
+        there, or -1.  (One loop for both: this runs once per attempt.)
+        """
+        table = self._table
+        mask = self._mask
+        count = self._count
+        for position, test_id in enumerate(ids):
+            del live[test_id]
+            h = hash(test_id) or 1
+            at = h & mask
+            slot = table[at]
+            while slot:
+                if slot == h:
+                    self._count = count
+                    return position
+                at = (at + 1) & mask
+                slot = table[at]
+            table[at] = h
+            count += 1
+            if count * 2 > mask:
+                self._count = count
+                self._grow()
+                table = self._table
+                mask = self._mask
+        self._count = count
+        return -1
+
+    def _grow(self) -> None:
+        old = self._table
+        slots = (self._mask + 1) * 2
+        table = memoryview(bytearray(slots * 8)).cast("q")
+        mask = slots - 1
+        for h in old:
+            if h:
+                at = h & mask
+                while table[at]:
+                    at = (at + 1) & mask
+                table[at] = h
+        old.release()
+        self._table = table
+        self._mask = mask
 
 
 class Emitter:
@@ -79,33 +148,56 @@ class Emitter:
 
     Parsers take a serial from :meth:`element` once per report element (a
     ``<testcase>``, a JSON test, a TAP test point, a reportlog rerun chain)
-    and call :meth:`add` with it for each attempt the element holds; ``add``
-    returns the attempt that left the window, if any, and :meth:`flush`
-    returns the rest at the end.
+    and call :meth:`add` with it for each attempt the element holds.  Records
+    that are ready collect in :attr:`out` after :meth:`ready` (call it every
+    so often) and :meth:`finish` (at the end); the parser hands them on and
+    clears the list.
     """
 
     __slots__ = (
+        "_build",
+        "_converted",
         "_element",
-        "_flagged_counts",
+        "_fingerprints",
+        "_flagged",
         "_live",
+        "_next",
         "_only",
         "_queue",
-        "_seen",
         "_source",
         "_window",
+        "counts",
+        "out",
     )
 
-    def __init__(self, *, source: str, window: int, only: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        source: str,
+        window: int,
+        build: Builder,
+        only: str | None = None,
+        counts: dict[str, int] | None = None,
+    ) -> None:
         self._source = source
         self._window = window
         self._only = only
-        self._queue: deque[list[Any]] = deque()
-        # test id -> [attempts in queue, attempts so far, flagged, element serial,
-        #             fingerprint (bucket, key), already in the fingerprint set]
-        self._live: dict[str, list[Any]] = {}
-        self._seen = _Fingerprints()
-        # Flagged ids that left the window: they may repeat at any distance.
-        self._flagged_counts: dict[str, int] = {}
+        self._build = build
+        #: Ready records, in input order.
+        self.out: list[Any] = []
+        #: Per-outcome counts and ``flagged`` of the emitted records (when given).
+        self.counts = counts
+        # Entries: (index, state, test_id, outcome, native, number, src, duration,
+        # message, flags) or blocks: (last index, None, ids, lines, line numbers,
+        # first index, counts).
+        self._queue: deque[tuple[Any, ...]] = deque()
+        self._live: dict[str, Any] = {}
+        self._fingerprints = _Fingerprints()
+        # Flagged ids whose state ended -> attempts so far: they may repeat at any distance.
+        self._flagged: dict[str, int] = {}
+        # Claimed ids that a repeat turned into a state while their block is held.
+        self._converted: set[str] = set()
+        self._next = 0
         self._element = 0
 
     def element(self) -> int:
@@ -113,88 +205,179 @@ class Emitter:
         self._element += 1
         return self._element
 
+    # -- arrival ----------------------------------------------------------------
     def add(  # noqa: PLR0917 - the per-attempt hot path: positional on purpose
         self,
         test_id: str,
         element: int,
+        line: int | None,
         outcome: Outcome,
         native: str,
-        source: Source,
+        src: Any,
         duration: float | None = None,
         message: str | None = None,
         flags: frozenset[AttemptFlag] = NO_FLAGS,
-    ) -> Attempt | None:
-        """Queue one attempt; returns the attempt pushed out of the window, if any."""
+    ) -> None:
+        """Queue one attempt (``src``: a ``Source``, or the source JSON for text output)."""
         if self._only is not None and test_id != self._only:
-            return None
-        state = self._live.get(test_id)
-        serial = element
+            return
+        index = self._next
+        self._next = index + 1
+        oldest = index - self._window  # attempts before this index are out of reach
+        live = self._live
+        state = live.get(test_id)
         if state is None:
-            where = self._seen.split(test_id)
-            if self._seen.contains(where):
-                count = self._flagged_counts.get(test_id)
-                if count is None:
-                    raise InputError(
-                        f"test id {test_id[:200]!r} repeats more than {self._window} attempts "
-                        "after its earlier attempts were emitted; they can no longer be flagged "
-                        "(raise Limits.reorder_window)",
-                        source=self._source,
-                        line=source.line,
-                    )
-                state = [0, count, True, serial, where, True]
-            else:
-                state = [0, 0, False, serial, where, False]
-            self._live[test_id] = state
-        elif state[3] != serial:
-            state[3] = serial
-            if not state[2]:
-                if state[0] < state[1]:
-                    raise InputError(
-                        f"test id {test_id[:200]!r} repeats after its earlier attempts were "
-                        "emitted; they can no longer be flagged (raise Limits.reorder_window)",
-                        source=self._source,
-                        line=source.line,
-                    )
-                state[2] = True
-        state[0] += 1
-        state[1] += 1
+            count = self._flagged.get(test_id, 0) if self._flagged else 0
+            state = [index, index, count + 1, count > 0, element, line]
+            live[test_id] = state
+        elif state.__class__ is int:  # a claimed first attempt, still unflagged
+            if state < oldest:
+                raise self._departed(test_id, line)
+            state = [state, index, 2, True, element, None]  # line set when its block leaves
+            live[test_id] = state
+            self._converted.add(test_id)
+        elif state[_LAST] < oldest:  # its state ended: only a flagged one may go on
+            if not state[_FLAGGED]:
+                raise self._departed(test_id, line)
+            state = [index, index, state[_COUNT] + 1, True, element, line]
+            live[test_id] = state
+        else:
+            if state[_SERIAL] != element:
+                state[_SERIAL] = element
+                if not state[_FLAGGED]:
+                    if state[_FIRST] < oldest:
+                        raise InputError(
+                            f"test id {test_id[:200]!r} repeats after its earlier attempts were "
+                            "emitted; they can no longer be flagged (raise Limits.reorder_window)",
+                            source=self._source,
+                            line=line,
+                        )
+                    state[_FLAGGED] = True
+            state[_LAST] = index
+            state[_COUNT] += 1
+        self._queue.append(
+            (index, state, test_id, outcome, native, state[_COUNT], src, duration, message, flags)
+        )
+
+    def claim(self, ids: Sequence[str]) -> int | None:
+        """Reserve indexes for attempts that are each the first of a new, distinct id.
+
+        Returns the first index, or None (nothing reserved) when any id is
+        live, repeated within ``ids``, flagged before, or filtered out: the
+        caller must then :meth:`add` them one by one.  After a claim the
+        caller renders them as attempt 1 without flags and calls
+        :meth:`push_block` before anything else.
+        """
+        if self._only is not None:
+            return None
+        live = self._live
+        if not live.keys().isdisjoint(ids) or len(set(ids)) != len(ids):
+            return None
+        if self._flagged and not self._flagged.keys().isdisjoint(ids):
+            return None
+        first = self._next
+        self._next = first + len(ids)
+        live.update(zip(ids, range(first, self._next), strict=True))
+        return first
+
+    def push_block(
+        self,
+        ids: Sequence[str],
+        lines: list[str] | Callable[[], list[str]],
+        line_of: Callable[[int], int | None],
+        first: int,
+        counts: dict[str, int],
+    ) -> None:
+        """Queue claimed attempts.
+
+        ``lines`` are their records (attempt 1, the same flags for all), or
+        a function that renders them when the block leaves the window;
+        ``line_of(i)`` is the report line of ``ids[i]`` (for errors);
+        ``counts`` what they add to :attr:`counts`.
+        """
+        self._queue.append((first + len(ids) - 1, None, ids, lines, line_of, first, counts))
+
+    # -- emission -----------------------------------------------------------------
+    def ready(self) -> None:
+        """Move every attempt no later repeat can flag any more to :attr:`out`."""
+        self._emit(self._next - self._window)
+
+    def finish(self) -> None:
+        """Move every attempt still held to :attr:`out` (end of the report)."""
+        self._emit(self._next + 1)
+
+    def _emit(self, limit: int) -> None:
         queue = self._queue
-        queue.append([state, test_id, outcome, native, state[1], source, duration, message, flags])
-        if len(queue) > self._window:
-            return self._build(queue.popleft())
-        return None
+        out = self.out
+        build = self._build
+        counts = self.counts
+        while queue and queue[0][0] < limit:
+            item = queue.popleft()
+            if item[1] is None:
+                self._emit_block(item)
+                continue
+            index, state, test_id, outcome, native, number, src, duration, message, flags = item
+            if state[_FLAGGED]:
+                flags = flags | CONFLICT
+            if state[_LAST] == index:
+                self._end(test_id, state)
+            out.append(build(test_id, outcome, native, number, src, duration, message, flags))
+            if counts is not None:
+                counts[outcome.value] = counts.get(outcome.value, 0) + 1
+                if flags:
+                    counts["flagged"] = counts.get("flagged", 0) + 1
 
-    def flush(self) -> list[Attempt]:
-        """Every attempt still held, in input order."""
-        queue = self._queue
-        out = [self._build(entry) for entry in queue]
-        queue.clear()
-        return out
+    def _emit_block(self, item: tuple[Any, ...]) -> None:
+        _last, _, ids, lines, line_of, _first, block_counts = item
+        if not isinstance(lines, list):
+            lines = lines()
+        converted = self._converted
+        live = self._live
+        flagged_extra = 0
+        if converted and not converted.isdisjoint(ids):
+            check_add = self._fingerprints.check_add
+            lines = list(lines)
+            for at, test_id in enumerate(ids):
+                if test_id in converted:
+                    converted.discard(test_id)
+                    state = live[test_id]
+                    state[_LINE] = line_of(at)
+                    lines[at] = add_conflict(lines[at])
+                    flagged_extra += not block_counts.get("flagged")
+                else:
+                    del live[test_id]
+                    if check_add(test_id):
+                        raise self._departed(test_id, line_of(at))
+        else:
+            at = self._fingerprints.forget_all(ids, live)
+            if at >= 0:
+                raise self._departed(ids[at], line_of(at))
+        self.out += lines
+        counts = self.counts
+        if counts is not None:
+            for key, value in block_counts.items():
+                counts[key] = counts.get(key, 0) + value
+            if flagged_extra:
+                counts["flagged"] = counts.get("flagged", 0) + flagged_extra
 
-    def pending(self) -> int:
-        """Attempts currently held back."""
-        return len(self._queue)
-
-    def _build(self, entry: list[Any]) -> Attempt:
-        state, test_id, outcome, native, number, source, duration, message, flags = entry
-        if state[2]:
-            flags = flags | CONFLICT
-        state[0] -= 1
-        if state[0] == 0:
+    def _end(self, test_id: str, state: list[Any]) -> None:
+        """A state's last attempt leaves: forget the id, keep its fingerprint."""
+        if self._live.get(test_id) is state:
             del self._live[test_id]
-            if not state[5]:
-                self._seen.add(state[4])
-            if state[2]:
-                self._flagged_counts[test_id] = state[1]
-                if len(self._flagged_counts) > 1_000_000:
-                    raise LimitError("more than 1000000 repeated test ids", source=self._source)
-        return Attempt(
-            test_id=test_id,
-            outcome=outcome,
-            native=native,
-            attempt=number,
-            source=source,
-            duration_s=duration,
-            message=message,
-            flags=flags,
+        if self._fingerprints.check_add(test_id) and test_id not in self._flagged:
+            raise self._departed(test_id, state[_LINE])
+        if state[_FLAGGED]:
+            self._flagged[test_id] = state[_COUNT]
+            if len(self._flagged) > _MAX_FLAGGED_IDS:
+                raise LimitError(
+                    f"more than {_MAX_FLAGGED_IDS} repeated test ids", source=self._source
+                )
+
+    def _departed(self, test_id: str, line: int | None) -> InputError:
+        return InputError(
+            f"test id {test_id[:200]!r} repeats more than {self._window} attempts "
+            "after its earlier attempts were emitted; they can no longer be flagged "
+            "(raise Limits.reorder_window)",
+            source=self._source,
+            line=line,
         )

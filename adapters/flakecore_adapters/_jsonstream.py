@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import codecs
 import json
+from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
 from flakecore.errors import InputError, LimitError
@@ -49,7 +50,8 @@ def _constant(name: str) -> NoReturn:
 
 
 _DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant)
-_raw_decode = _DECODER.raw_decode
+#: The C scanner behind ``_DECODER.raw_decode``, without its Python frame.
+_scan_once: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
 
 
 class JsonStream:
@@ -159,6 +161,30 @@ class JsonStream:
             raise self.error(f"expected {what}, found {found}")
         self._pos += 1
 
+    def items(self, where: str) -> Iterator[tuple[Any, int]]:
+        """``(element, line)`` of the array whose ``[`` was just consumed; consumes its ``]``."""
+        if self.peek() == "]":
+            self._pos += 1
+            return
+        value = self.value
+        while True:
+            yield value()
+            buf = self._buf
+            pos = self._pos
+            nxt = buf[pos : pos + 1]
+            if nxt in _WS:  # also "" at the end of the buffer
+                nxt = self.peek()
+                buf = self._buf
+                pos = self._pos
+            if nxt == ",":
+                self._pos = pos + 1
+            elif nxt == "]":
+                self._pos = pos + 1
+                return
+            else:
+                found = repr(nxt) if nxt else "end of input"
+                raise self.error(f"expected ',' or ']' in {where}, found {found}")
+
     def value(self) -> tuple[Any, int]:
         """Decode the complete JSON value at the cursor; returns it with its line."""
         self.peek()
@@ -166,7 +192,10 @@ class JsonStream:
             buf = self._buf
             pos = self._pos
             try:
-                value, end = _raw_decode(buf, pos)
+                try:
+                    value, end = _scan_once(buf, pos)
+                except StopIteration as stop:
+                    raise json.JSONDecodeError("Expecting value", buf, stop.value) from None
             except json.JSONDecodeError as exc:
                 if self._eof:
                     raise self.error(f"invalid JSON: {exc.msg}", exc.pos) from None

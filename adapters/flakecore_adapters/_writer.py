@@ -2,77 +2,54 @@
 
 ``flakecore.jsonio.compact_line(attempt.to_json())`` is the reference; this
 produces the same bytes (a test checks it) without building two dicts and a
-generic encoder call per record, which dominated the ingest path.
+generic encoder call per record.  The encoder itself is shared with the
+record-free ingest path (:mod:`flakecore_adapters._render`).
 """
 
 from __future__ import annotations
 
-import json.encoder
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import BinaryIO
 
-from flakecore.evidence import ATTEMPT_RECORD_FORMAT, Attempt, Source
+from flakecore.evidence import Attempt, Source
+from flakecore_adapters._render import file_prefix, render, source_json
 
-__all__ = ["attempt_line", "write_jsonl"]
-
-_quote: Callable[[str], str] = json.encoder.encode_basestring_ascii
-_HEAD = '{"format":' + _quote(ATTEMPT_RECORD_FORMAT) + ',"format_version":"1.0","test_id":'
-
+__all__ = ["attempt_line", "source_text", "write_jsonl"]
 
 _PREFIXES: dict[tuple[str, str], str] = {}
 
 
-def _source(src: Source) -> str:
+def source_text(src: Source) -> str:
+    """``src.to_json()`` as compact JSON."""
     key = (src.file, src.format)
     prefix = _PREFIXES.get(key)
     if prefix is None:
         if len(_PREFIXES) > 64:
             _PREFIXES.clear()
-        prefix = _PREFIXES[key] = '{"file":' + _quote(src.file) + ',"format":' + _quote(src.format)
-    parts = [prefix]
-    if src.line is not None:
-        parts += [',"line":', int.__repr__(src.line)]
-    if src.classname is not None:
-        parts += [',"classname":', _quote(src.classname)]
-    if src.name is not None:
-        parts += [',"name":', _quote(src.name)]
-    if src.suite is not None:
-        parts += [',"suite":', _quote(src.suite)]
-    if src.number is not None:
-        parts += [',"number":', int.__repr__(src.number)]
-    if src.description is not None:
-        parts += [',"description":', _quote(src.description)]
-    if src.subtest_path:
-        parts += [',"subtest_path":[', ",".join(map(_quote, src.subtest_path)), "]"]
-    parts.append("}")
-    return "".join(parts)
+        prefix = _PREFIXES[key] = file_prefix(src.file, src.format)
+    return source_json(
+        prefix,
+        src.line,
+        src.classname,
+        src.name,
+        src.suite,
+        src.number,
+        src.description,
+        src.subtest_path,
+    )
 
 
 def attempt_line(attempt: Attempt) -> bytes:
     """One attempt record: compact, ASCII-only, newline-terminated."""
-    duration = attempt.duration_s
-    message = attempt.message
-    flags = attempt.flags
-    return "".join(
-        (
-            _HEAD,
-            _quote(attempt.test_id),
-            ',"outcome":"',
-            attempt.outcome.value,
-            '","native":',
-            _quote(attempt.native),
-            ',"attempt":',
-            int.__repr__(attempt.attempt),
-            ',"duration_s":',
-            "null" if duration is None else float.__repr__(duration),
-            ',"message":',
-            "null" if message is None else _quote(message),
-            ',"flags":[',
-            ",".join(_quote(v) for v in sorted(f.value for f in flags)) if flags else "",
-            '],"source":',
-            _source(attempt.source),
-            "}\n",
-        )
+    return render(
+        attempt.test_id,
+        attempt.outcome,
+        attempt.native,
+        attempt.attempt,
+        source_text(attempt.source),
+        attempt.duration_s,
+        attempt.message,
+        attempt.flags,
     ).encode("ascii")
 
 

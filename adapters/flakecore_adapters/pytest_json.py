@@ -13,12 +13,13 @@ incomplete-history flag (once the core defines it).  Failed ``collectors``
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
 from flakecore.codes import AttemptFlag, Outcome
 from flakecore.errors import InputError
-from flakecore.evidence import Attempt, Source
+from flakecore.evidence import Attempt, duration_or_none, trusted_attempt, trusted_source
 from flakecore_adapters._common import (
     NO_FLAGS,
     SESSION_ID,
@@ -32,8 +33,9 @@ from flakecore_adapters._flags import Emitter
 from flakecore_adapters._input import Reader
 from flakecore_adapters._jsonstream import JsonStream
 from flakecore_adapters._limits import Limits
+from flakecore_adapters._render import HEAD, OUTCOME_KEY, file_prefix, quote, render, source_json
 
-__all__ = ["iter_attempts"]
+__all__ = ["iter_attempts", "iter_lines"]
 
 _PASS, _FAIL, _ERROR, _SKIP = Outcome.PASS, Outcome.FAIL, Outcome.ERROR, Outcome.SKIP
 _STAGES = ("setup", "call", "teardown")
@@ -82,22 +84,84 @@ def _from_stages(stages: list[dict[str, Any] | None]) -> Outcome:
     return _PASS if call is not None else _ERROR
 
 
-def _test_attempts(
-    test: Any, limits: Limits, lossy: bool
-) -> tuple[str, list[tuple[Outcome, str, str | None, float | None, frozenset[AttemptFlag]]]]:
+_Spec = tuple[Outcome, str, str | None, float | None, frozenset[AttemptFlag]]
+_BATCH = 512  # elements between hand-overs of ready records
+
+
+_INF = math.inf
+
+
+def _duration_text(value: float | None) -> str:
+    if type(value) is float and value < _INF:
+        return float.__repr__(value)
+    value = duration_or_none(value)  # a sum of finite durations may still overflow
+    return "null" if value is None else float.__repr__(value)
+
+
+def _plain_seconds(value: object) -> float | None:
+    """:func:`duration_from_number` for one stage, with the common case first."""
+    if type(value) is float and 0.0 <= value < _INF:
+        return value
+    return duration_from_number(value)
+
+
+def _test_attempts(test: Any, limits: Limits, lossy: bool) -> tuple[str, list[_Spec]]:
     if not isinstance(test, dict):
         raise InputError('an item of "tests" is not an object')
-    nodeid = test.get("nodeid")
-    outcome_word = test.get("outcome")
+    get = test.get
+    nodeid = get("nodeid")
+    outcome_word = get("outcome")
     if not isinstance(nodeid, str) or not nodeid:
         raise InputError('a test lacks a non-empty string "nodeid"')
     if not isinstance(outcome_word, str):
         raise InputError(f'test {nodeid[:200]!r} lacks a string "outcome"')
-    stages = [_stage(test, name) for name in _STAGES]
-    durations = [duration_from_number(s.get("duration")) for s in stages if s is not None]
-    known = [d for d in durations if d is not None]
-    duration = sum(known) if known and len(known) == len(durations) else None
-    message = next((m for m in map(_stage_message, stages) if m), None)
+    setup = get("setup")
+    call = get("call")
+    teardown = get("teardown")
+    if (
+        outcome_word == "passed"
+        and setup.__class__ is dict
+        and call.__class__ is dict
+        and teardown.__class__ is dict
+        and setup.get("outcome") == "passed"
+        and call.get("outcome") == "passed"
+        and teardown.get("outcome") == "passed"
+        and "crash" not in setup
+        and "longrepr" not in setup
+        and "crash" not in call
+        and "longrepr" not in call
+        and "crash" not in teardown
+        and "longrepr" not in teardown
+    ):
+        # The common case, decided as the general code below decides it:
+        # three passed stages, no message, a pass.
+        first = _plain_seconds(setup.get("duration"))
+        second = _plain_seconds(call.get("duration"))
+        third = _plain_seconds(teardown.get("duration"))
+        total = (
+            None
+            if first is None or second is None or third is None
+            else 0.0 + first + second + third
+        )
+        return nodeid, [(_PASS, outcome_word, None, total, NO_FLAGS)]
+    stages = [setup, call, teardown]
+    duration: float | None = 0.0
+    message = None
+    for name, present in zip(_STAGES, stages, strict=True):
+        if present is None:
+            continue
+        stage = present
+        if stage.__class__ is not dict or not isinstance(stage.get("outcome"), str):
+            checked = _stage(test, name)  # subclasses and refusals: the general check
+            if checked is None:  # pragma: no cover - _stage refuses or returns the stage
+                continue
+            stage = checked
+        seconds = duration_from_number(stage.get("duration"))
+        duration = None if seconds is None or duration is None else duration + seconds
+        if message is None and ("crash" in stage or "longrepr" in stage):
+            message = _stage_message(stage) or None
+    if duration is not None and all(s is None for s in stages):
+        duration = None  # no stage at all: unknown, not zero
     message = clip(message, limits.max_message_chars)
     staged = _from_stages(stages)
     if outcome_word == "rerun":
@@ -119,10 +183,101 @@ def _test_attempts(
 
 def iter_attempts(reader: Reader, *, limits: Limits, only: str | None = None) -> Iterator[Attempt]:
     """Attempts of a pytest-json-report document, collectors first as written."""
+    emitter = Emitter(
+        source=reader.source, window=limits.reorder_window, only=only, build=trusted_attempt
+    )
+    for _ in _parse(reader, limits, emitter, text=False):
+        if emitter.out:
+            yield from emitter.out
+            emitter.out.clear()
+
+
+def iter_lines(
+    reader: Reader, *, limits: Limits, only: str | None = None, counts: dict[str, int]
+) -> Iterator[list[str]]:
+    """The attempt records of a pytest-json-report document as JSON lines, in batches."""
+    emitter = Emitter(
+        source=reader.source, window=limits.reorder_window, only=only, build=render, counts=counts
+    )
+    for _ in _parse(reader, limits, emitter, text=True):
+        if emitter.out:
+            yield emitter.out
+            emitter.out = []
+
+
+class _Tests:
+    """Attempts of ``tests`` items to the emitter; text output batches single attempts."""
+
+    __slots__ = ("emitter", "pending", "prefix", "source", "text")
+
+    def __init__(self, emitter: Emitter, source: str, *, text: bool) -> None:
+        self.emitter = emitter
+        self.source = source
+        self.text = text
+        self.prefix = file_prefix(source, "pytest-json")
+        self.pending: list[tuple[str, int, _Spec]] = []
+
+    def src(self, line: int, nodeid: str) -> Any:
+        if self.text:
+            return source_json(self.prefix, line, None, nodeid)
+        return trusted_source(self.source, "pytest-json", line, None, nodeid)
+
+    def add(self, nodeid: str, line: int, attempts: list[_Spec]) -> None:
+        if self.text and len(attempts) == 1 and not attempts[0][4]:
+            self.pending.append((nodeid, line, attempts[0]))
+            if len(self.pending) >= _BATCH:
+                self.flush()
+            return
+        self.flush()
+        emitter = self.emitter
+        serial = emitter.element()
+        src = self.src(line, nodeid)
+        for outcome, native, message, duration, flags in attempts:
+            emitter.add(nodeid, serial, line, outcome, native, src, duration, message, flags)
+
+    def flush(self) -> None:
+        """Hand the batched single attempts on: as one block, or one by one."""
+        if not self.pending:
+            return
+        pending = self.pending[:]
+        self.pending.clear()  # in place: the parse loop holds the list
+        emitter = self.emitter
+        ids = [p[0] for p in pending]
+        first = emitter.claim(ids)
+        if first is None:
+            for nodeid, line, (outcome, native, message, duration, flags) in pending:
+                src = self.src(line, nodeid)
+                emitter.add(
+                    nodeid, emitter.element(), line, outcome, native, src, duration, message, flags
+                )
+            return
+        tail = ',"source":' + self.prefix + ',"line":'
+
+        def lines() -> list[str]:
+            out = []
+            for nodeid, line, (outcome, native, message, duration, _flags) in pending:
+                key = quote(nodeid)
+                out.append(
+                    f"{HEAD}{key}{OUTCOME_KEY[outcome]}{quote(native)}"
+                    f',"attempt":1,"duration_s":{_duration_text(duration)}'
+                    f',"message":{"null" if message is None else quote(message)},"flags":[]'
+                    f'{tail}{line},"name":{key}}}}}\n'
+                )
+            return out
+
+        counts: dict[str, int] = {}
+        for _nodeid, _line, spec in pending:
+            value = spec[0].value
+            counts[value] = counts.get(value, 0) + 1
+        emitter.push_block(ids, lines, lambda at: pending[at][1], first, counts)
+
+
+def _parse(reader: Reader, limits: Limits, emitter: Emitter, *, text: bool) -> Iterator[None]:
+    """Feed every attempt to ``emitter``; yields whenever records may be ready."""
     source = reader.source
     doc = JsonStream(reader, limits)
-    emitter = Emitter(source=source, window=limits.reorder_window, only=only)
-    add = emitter.add
+    tests = _Tests(emitter, source, text=text)
+    waiting = tests.pending
     if doc.peek() == "":
         raise InputError("empty report", source=source)
     if doc.peek() != "{":
@@ -132,6 +287,8 @@ def iter_attempts(reader: Reader, *, limits: Limits, only: str | None = None) ->
     lossy = False
     seen_tests = False
     first = True
+    seen = 0
+    max_id = limits.max_id_chars
     while True:
         if doc.peek() == "}":
             doc.expect("}", "'}'")
@@ -155,48 +312,56 @@ def iter_attempts(reader: Reader, *, limits: Limits, only: str | None = None) ->
                 )
             continue
         doc.expect("[", f'"{key}" to be an array')
-        if doc.peek() == "]":
-            doc.expect("]", "']'")
-            seen_tests = seen_tests or key == "tests"
-            continue
-        while True:
-            item, line = doc.value()
-            try:
-                if key == "tests":
-                    nodeid, attempts = _test_attempts(item, limits, lossy)
-                    check_id(nodeid, limits.max_id_chars, source, line)
-                    if attempts[0][1] == "rerun":
-                        lossy = True
-                    src = Source(file=source, format="pytest-json", line=line, name=nodeid)
-                    serial = emitter.element()
-                    for outcome, native, message, duration, flags in attempts:
-                        out = add(nodeid, serial, outcome, native, src, duration, message, flags)
-                        if out is not None:
-                            yield out
-                else:
-                    out = _collector(item, emitter, source, line, limits)
-                    if out is not None:
-                        yield out
-            except InputError as exc:
-                if exc.source != "<input>":
-                    raise
-                raise InputError(exc.message, source=source, line=line) from None
-            nxt = doc.peek()
-            if nxt == "]":
-                doc.expect("]", "']'")
-                break
-            doc.expect(",", f"',' or ']' in \"{key}\"")
+        where = f'"{key}"'
+        try:
+            for item, line in doc.items(where):
+                try:
+                    if key == "tests":
+                        nodeid, attempts = _test_attempts(item, limits, lossy)
+                        if len(nodeid) > max_id or not nodeid.isascii():
+                            check_id(nodeid, max_id, source, line)
+                        first_attempt = attempts[0]
+                        if first_attempt[1] == "rerun":
+                            lossy = True
+                        if text and len(attempts) == 1 and not first_attempt[4]:
+                            waiting.append((nodeid, line, first_attempt))  # tests.add, inline
+                            if len(waiting) >= _BATCH:
+                                tests.flush()
+                        else:
+                            tests.add(nodeid, line, attempts)
+                    else:
+                        tests.flush()
+                        _collector(item, emitter, source, line, limits, tests.src)
+                except InputError as exc:
+                    if exc.source != "<input>":
+                        raise
+                    raise InputError(exc.message, source=source, line=line) from None
+                seen += 1
+                if seen % _BATCH == 0:
+                    tests.flush()
+                    emitter.ready()
+                    yield
+        except InputError:
+            tests.flush()  # the attempts before the refusal come first, as in the object path
+            raise
+        tests.flush()
         seen_tests = seen_tests or key == "tests"
     if not doc.at_end():
         raise doc.error("trailing data after the JSON document")
     if not seen_tests:
         raise InputError('not a pytest JSON report: no "tests" array', source=source)
-    yield from emitter.flush()
+    emitter.finish()
+    yield
 
 
-def _collector(
-    item: Any, emitter: Emitter, source: str, line: int, limits: Limits
-) -> Attempt | None:
+def _collector(  # noqa: PLR0917
+    item: Any,
+    emitter: Emitter,
+    source: str,
+    line: int,
+    limits: Limits,
+    src: Any,
+) -> None:
     if not isinstance(item, dict):
         raise InputError('an item of "collectors" is not an object')
     nodeid = item.get("nodeid")
@@ -204,11 +369,17 @@ def _collector(
     if not isinstance(nodeid, str) or not isinstance(outcome, str):
         raise InputError('a collector lacks a string "nodeid" or "outcome"')
     if outcome in ("passed", "skipped"):
-        return None
+        return
     test_id = check_id(nodeid or SESSION_ID, limits.max_id_chars, source, line)
     longrepr = item.get("longrepr")
     message = clip(longrepr if isinstance(longrepr, str) else None, limits.max_message_chars)
-    src = Source(file=source, format="pytest-json", line=line, name=nodeid)
-    return emitter.add(
-        test_id, emitter.element(), _ERROR, f"collect {outcome[:40]}", src, None, message
+    emitter.add(
+        test_id,
+        emitter.element(),
+        line,
+        _ERROR,
+        f"collect {outcome[:40]}",
+        src(line, nodeid),
+        None,
+        message,
     )

@@ -18,7 +18,7 @@ from typing import Any
 
 from flakecore.codes import AttemptFlag, Outcome
 from flakecore.errors import InputError, LimitError
-from flakecore.evidence import Attempt, Source
+from flakecore.evidence import Attempt, trusted_attempt, trusted_source
 from flakecore.jsonio import loads_strict
 from flakecore_adapters._common import (
     NO_FLAGS,
@@ -31,8 +31,9 @@ from flakecore_adapters._common import (
 from flakecore_adapters._flags import Emitter
 from flakecore_adapters._input import CHUNK, Reader, check_prefix
 from flakecore_adapters._limits import Limits
+from flakecore_adapters._render import file_prefix, render, source_json
 
-__all__ = ["iter_attempts"]
+__all__ = ["iter_attempts", "iter_lines"]
 
 _PASS, _FAIL, _ERROR, _SKIP = Outcome.PASS, Outcome.FAIL, Outcome.ERROR, Outcome.SKIP
 _WHEN = frozenset({"setup", "call", "teardown"})
@@ -121,15 +122,44 @@ class _Run:
 
 def iter_attempts(reader: Reader, *, limits: Limits, only: str | None = None) -> Iterator[Attempt]:
     """Attempts of a pytest-reportlog file, in the order their teardown was logged."""
+    emitter = Emitter(
+        source=reader.source, window=limits.reorder_window, only=only, build=trusted_attempt
+    )
+    for _ in _parse(reader, limits, emitter, text=False):
+        if emitter.out:
+            yield from emitter.out
+            emitter.out.clear()
+
+
+def iter_lines(
+    reader: Reader, *, limits: Limits, only: str | None = None, counts: dict[str, int]
+) -> Iterator[list[str]]:
+    """The attempt records of a pytest-reportlog file as JSON lines, in batches."""
+    emitter = Emitter(
+        source=reader.source, window=limits.reorder_window, only=only, build=render, counts=counts
+    )
+    for _ in _parse(reader, limits, emitter, text=True):
+        if emitter.out:
+            yield emitter.out
+            emitter.out = []
+
+
+def _parse(reader: Reader, limits: Limits, emitter: Emitter, *, text: bool) -> Iterator[None]:
+    """Feed every attempt to ``emitter``; yields whenever records may be ready."""
     source = reader.source
-    emitter = Emitter(source=source, window=limits.reorder_window, only=only)
+    prefix = file_prefix(source, "pytest-reportlog")
     runs: dict[str, _Run] = {}
     chains: dict[str, int] = {}  # nodeid -> element serial of an unfinished rerun chain
     finished = False
     last_line = 0
     limit = limits.max_message_chars
 
-    def close(nodeid: str, run: _Run, *, cut: bool = False) -> Attempt | None:
+    def src(line: int | None, name: str | None) -> Any:
+        if text:
+            return source_json(prefix, line, None, name)
+        return trusted_source(source, "pytest-reportlog", line, None, name)
+
+    def close(nodeid: str, run: _Run, *, cut: bool = False) -> None:
         outcome, native, flags, rerun = run.result()
         message = run.message
         if cut:
@@ -142,10 +172,22 @@ def iter_attempts(reader: Reader, *, limits: Limits, only: str | None = None) ->
             chains[nodeid] = serial
             if len(chains) > limits.max_open_tests:
                 raise LimitError("too many unfinished rerun chains", source=source, line=run.line)
-        src = Source(file=source, format="pytest-reportlog", line=run.line, name=nodeid)
-        return emitter.add(nodeid, serial, outcome, native, src, run.duration, message, flags)
+        emitter.add(
+            nodeid,
+            serial,
+            run.line,
+            outcome,
+            native,
+            src(run.line, nodeid),
+            run.duration,
+            message,
+            flags,
+        )
 
     for number, line in _lines(reader, limits):
+        if number % 1024 == 0:
+            emitter.ready()
+            yield
         last_line = number
         obj = loads_strict(line[:-1] if line.endswith(b"\r") else line, source=source, line=number)
         if not isinstance(obj, dict):
@@ -168,18 +210,16 @@ def iter_attempts(reader: Reader, *, limits: Limits, only: str | None = None) ->
             if outcome in ("passed", "skipped"):
                 continue
             test_id = check_id(nodeid or SESSION_ID, limits.max_id_chars, source, number)
-            src = Source(file=source, format="pytest-reportlog", line=number, name=nodeid)
-            out = emitter.add(
+            emitter.add(
                 test_id,
                 emitter.element(),
+                number,
                 _ERROR,
                 f"collect {outcome[:40]}",
-                src,
+                src(number, nodeid),
                 None,
                 _message(obj, limit),
             )
-            if out is not None:
-                yield out
             continue
         if kind != "TestReport":
             continue
@@ -197,9 +237,7 @@ def iter_attempts(reader: Reader, *, limits: Limits, only: str | None = None) ->
         if run is not None and (when == "setup" or when in run.phases):
             # A new attempt began before the previous one logged its teardown.
             del runs[nodeid]
-            out = close(nodeid, run, cut=True)
-            if out is not None:
-                yield out
+            close(nodeid, run, cut=True)
             run = None
         if run is None:
             run = runs[nodeid] = _Run(number)
@@ -216,24 +254,19 @@ def iter_attempts(reader: Reader, *, limits: Limits, only: str | None = None) ->
         run.duration = None if duration is None or run.duration is None else run.duration + duration
         if when == "teardown":
             del runs[nodeid]
-            out = close(nodeid, run)
-            if out is not None:
-                yield out
+            close(nodeid, run)
     for nodeid, run in list(runs.items()):
-        out = close(nodeid, run, cut=True)
-        if out is not None:
-            yield out
+        close(nodeid, run, cut=True)
     if not finished:
-        src = Source(file=source, format="pytest-reportlog", line=last_line or None)
-        out = emitter.add(
+        emitter.add(
             SESSION_ID,
             emitter.element(),
+            last_line or None,
             _ERROR,
             "no SessionFinish",
-            src,
+            src(last_line or None, None),
             None,
             "the report log ends without SessionFinish: the run did not finish",
         )
-        if out is not None:
-            yield out
-    yield from emitter.flush()
+    emitter.finish()
+    yield

@@ -22,7 +22,7 @@ from typing import Any
 
 from flakecore.codes import AttemptFlag, Outcome
 from flakecore.errors import InputError, LimitError
-from flakecore.evidence import Attempt, Source
+from flakecore.evidence import Attempt, trusted_attempt, trusted_source
 from flakecore_adapters._common import (
     BAILED,
     NO_FLAGS,
@@ -36,8 +36,9 @@ from flakecore_adapters._common import (
 from flakecore_adapters._flags import Emitter
 from flakecore_adapters._input import CHUNK, Reader, check_prefix
 from flakecore_adapters._limits import Limits
+from flakecore_adapters._render import HEAD, file_prefix, render, source_json
 
-__all__ = ["iter_attempts"]
+__all__ = ["iter_attempts", "iter_lines"]
 
 _PASS, _FAIL, _ERROR, _SKIP, _TIMEOUT = (
     Outcome.PASS,
@@ -55,6 +56,25 @@ _PRAGMA = re.compile(r"pragma[ \t]+([+-])([A-Za-z0-9_-]+)[ \t]*")
 _DIRECTIVE = re.compile(r"[ \t]*(skip|todo|timeout)\S*(?:[ \t]+(.*))?", re.DOTALL | re.IGNORECASE)
 _YAML_KEY = re.compile(r"(failureType|exitCode|timeout_sec|duration_ms):[ \t]*(.*?)[ \t]*")
 _MAX_NUMBER_DIGITS = 15
+
+# Fast lane (text output only): a run of plain passing test points at the top
+# level, ``ok N - description`` with a description of printable ASCII without
+# '"', '#' or '\\' (so no directive, no escape, nothing to quote) and no
+# surrounding blanks.  Such a line means exactly: pass, native "ok", test id =
+# description.  Everything else goes through the line state machine.
+# (Blanks around the description are excluded by _BLANK_EDGE on the whole run:
+# cheaper than a backtracking pattern.)
+_RUN = re.compile(r"(?:ok [1-9][0-9]{0,14} - [ !$-\[\]-~]+\n)+")
+_BLANK_EDGE = re.compile(r" \n|-  ")
+_RUN_ITEM = re.compile(r"ok ([0-9]+) - ([^\n]*)\n")
+_YAML_KEYS = re.compile(
+    r"^(failureType|exitCode|timeout_sec|duration_ms):[ \t]*(.*?)[ \t]*$", re.MULTILINE
+)
+_YAML_ENDS: dict[int, re.Pattern[str]] = {}
+_RUN_HEAD = HEAD + '"'
+_NUMBER_KEY = ',"number":'
+_DESCRIPTION_KEY = ',"description":"'
+_RUN_TAIL = '"}}\n'
 
 
 def _unescape(text: str) -> str:
@@ -144,10 +164,12 @@ class _Point:
 class _Parser:
     """Line-driven TAP state machine; attempts come out through the emitter."""
 
-    def __init__(self, source: str, limits: Limits, emitter: Emitter) -> None:
+    def __init__(self, source: str, limits: Limits, emitter: Emitter, *, text: bool) -> None:
         self.source = source
         self.limits = limits
         self.emitter = emitter
+        self.text = text  # sources as JSON text and the fast lanes, or Source objects
+        self.prefix = file_prefix(source, "tap")
         self.frames = [_Frame(0, "")]
         self.announce: tuple[int, str] | None = None
         self.point: _Point | None = None
@@ -156,7 +178,6 @@ class _Parser:
         self.strict = False
         self.lines_seen = 0
         self.held: list[tuple[tuple[_Frame, ...], list[Any]]] = []
-        self.out: list[Attempt] = []
 
     # -- emission ---------------------------------------------------------------
     def _emit(self, frames: tuple[_Frame, ...], spec: list[Any]) -> None:
@@ -186,19 +207,17 @@ class _Parser:
         path = tuple(str(f.name) for f in frames[1:])
         test_id = " > ".join((*path, leaf)) if path else leaf
         check_id(test_id, self.limits.max_id_chars, self.source, line)
-        src = Source(
-            file=self.source,
-            format="tap",
-            line=line,
-            number=number,
-            description=desc or None,
-            subtest_path=path,
+        src: Any
+        if self.text:
+            src = source_json(self.prefix, line, None, None, None, number, desc or None, path)
+        else:
+            src = trusted_source(
+                self.source, "tap", line, None, None, None, number, desc or None, path
+            )
+        emitter = self.emitter
+        emitter.add(
+            test_id, emitter.element(), line, outcome, native, src, duration, message, flags
         )
-        out = self.emitter.add(
-            test_id, self.emitter.element(), outcome, native, src, duration, message, flags
-        )
-        if out is not None:
-            self.out.append(out)
 
     # -- frames -----------------------------------------------------------------
     def _open_to(self, level: int) -> None:
@@ -468,6 +487,133 @@ class _Parser:
                 line=number,
             )
 
+    # -- blocks of lines ----------------------------------------------------------
+    def feed(self, text: str, number: int) -> int:
+        """Complete lines (``text`` ends with a newline); returns the last line number."""
+        pos = 0
+        end = len(text)
+        fast = self.text
+        plain_until = 0  # lines before this position go one by one (a run the lane refused)
+        line = self.line
+        while pos < end:
+            if fast:
+                if self.in_yaml:
+                    pos, number = self._yaml(text, pos, number)
+                    continue
+                if pos >= plain_until:
+                    done = self._run(text, pos, number)
+                    if done is not None:
+                        pos, number, plain_until = done
+                        continue
+            nl = text.index("\n", pos)
+            body = text[pos:nl]
+            pos = nl + 1
+            number += 1
+            line(body[:-1] if body.endswith("\r") else body, number)
+        return number
+
+    def _run(self, text: str, pos: int, number: int) -> tuple[int, int, int] | None:
+        """The fast lane over a run of plain passing points at ``pos``, if there is one.
+
+        Returns ``(position, line number, plain_until)`` after the lines it
+        took, or None when the line at ``pos`` is not plain.  Plain lines
+        the lane cannot take (numbering off, an id seen before) are left to
+        the state machine: ``plain_until`` is then the end of the run.
+        """
+        frames = self.frames
+        root = frames[0]
+        if len(frames) != 1 or self.held or (root.plan is not None and root.plan_at_end):
+            return None
+        match = _RUN.match(text, pos)
+        if match is None:
+            return None
+        stop = match.end()
+        if _BLANK_EDGE.search(text, pos, stop) is not None:
+            return pos, number, stop  # blanks at a description's edge (or "-  " inside one)
+        items = _RUN_ITEM.findall(text, pos, stop)
+        # The run's last point is finished (no YAML block can follow) only by a
+        # next line that is not blank, not a comment and not "  ---".
+        after = text[stop : stop + 1]
+        take = len(items) if after and after not in " \t\r\n#" else len(items) - 1
+        if take < 1:
+            return None
+        if take < len(items):
+            items = items[:take]
+            taken = text.rindex("\n", pos, stop - 1) + 1
+        else:
+            taken = stop
+        count = root.count
+        numbers, descs = zip(*items, strict=True)
+        if (
+            list(numbers) != list(map(str, range(count + 1, count + take + 1)))
+            or max(map(len, descs)) > self.limits.max_id_chars
+        ):
+            return pos, number, taken
+        self._finish_point()  # the first line of the run finishes the pending point
+        if self.held:
+            return pos, number, taken
+        emitter = self.emitter
+        first = emitter.claim(descs)
+        if first is None:
+            return pos, number, taken
+        flags = '"bailed-out"' if self.bailed else ""
+        mid = (
+            '","outcome":"pass","native":"ok","attempt":1,"duration_s":null,"message":null,'
+            f'"flags":[{flags}],"source":{self.prefix},"line":'
+        )
+        at = range(number + 1, number + take + 1)
+
+        def lines() -> list[str]:
+            return [
+                f"{_RUN_HEAD}{desc}{mid}{line}{_NUMBER_KEY}{num}{_DESCRIPTION_KEY}{desc}{_RUN_TAIL}"
+                for line, num, desc in zip(at, numbers, descs, strict=True)
+            ]
+
+        counts = {"pass": take, "flagged": take} if flags else {"pass": take}
+        emitter.push_block(descs, lines, at.__getitem__, first, counts)
+        root.count = count + take
+        number += take
+        self.lines_seen = number
+        return taken, number, 0
+
+    def _yaml(self, text: str, pos: int, number: int) -> tuple[int, int]:
+        """The lines of a YAML block at ``pos`` at once, as :meth:`line` reads them one by one."""
+        point = self.point
+        assert point is not None
+        indent = point.indent + 2
+        ending = _YAML_ENDS.get(indent)
+        if ending is None:
+            ending = _YAML_ENDS[indent] = re.compile(
+                "^" + " " * indent + r"\.\.\.[^\S\n]*$", re.MULTILINE
+            )
+        found = ending.search(text, pos)
+        stop = found.start() if found is not None else len(text)
+        if stop > pos:
+            raw = text[pos : stop - 1].split("\n")
+            if "\r" in text[pos:stop]:
+                raw = [r[:-1] if r.endswith("\r") else r for r in raw]
+            bodies = [r[indent:] if r[:indent].strip(" ") == "" else r.strip() for r in raw]
+            number += len(raw)
+            self.lines_seen = number
+            cap = self.limits.max_message_chars * 4
+            yaml = point.yaml
+            for body in bodies:
+                if point.yaml_size >= cap:
+                    break
+                yaml.append(body)
+                point.yaml_size += len(body) + 1
+            joined = "\n".join(bodies)
+            if ":" in joined:
+                extra = point.extra
+                for key in _YAML_KEYS.finditer(joined):
+                    extra[key.group(1)] = key.group(2)
+        if found is None:
+            return len(text), number
+        number += 1
+        self.lines_seen = number
+        self.in_yaml = False
+        return text.index("\n", stop) + 1, number
+
     def end(self) -> None:
         if self.in_yaml:
             raise InputError("the report ends inside a YAML block", source=self.source)
@@ -484,9 +630,14 @@ class _Parser:
             self._release()
 
 
-def _lines(reader: Reader, limits: Limits) -> Iterator[tuple[int, str]]:
-    """Decoded lines (no line ending); invalid UTF-8, NUL and overlong lines refused."""
+def _parse(reader: Reader, limits: Limits, parser: _Parser) -> Iterator[None]:
+    """Feed the report to ``parser`` a chunk of complete lines at a time; yields after each.
+
+    Refused here: compressed/UTF-16/32 input, a BOM, NUL, invalid UTF-8 (after
+    the lines before it were read), lines over ``max_line_bytes``.
+    """
     source = reader.source
+    max_line = limits.max_line_bytes
     rest = b""
     number = 0
     first = True
@@ -499,49 +650,88 @@ def _lines(reader: Reader, limits: Limits) -> Iterator[tuple[int, str]]:
             first = False
         if not chunk:
             break
+        data = rest + chunk if rest else chunk
         if b"\x00" in chunk:
-            data = rest + chunk
             raise InputError(
                 "NUL byte in TAP",
                 source=source,
                 line=number + data.count(b"\n", 0, data.index(b"\x00")) + 1,
             )
-        parts = (rest + chunk).split(b"\n")
-        rest = parts.pop()
-        if len(rest) > limits.max_line_bytes:
-            raise LimitError(
-                f"line longer than {limits.max_line_bytes} bytes", source=source, line=number + 1
-            )
-        for raw in parts:
-            number += 1
-            if len(raw) > limits.max_line_bytes:
-                raise LimitError(
-                    f"line longer than {limits.max_line_bytes} bytes", source=source, line=number
-                )
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise InputError("invalid UTF-8", source=source, line=number) from None
-            yield number, text[:-1] if text.endswith("\r") else text
+        cut = data.rfind(b"\n") + 1
+        rest = data[cut:]
+        if cut:
+            number = _feed(parser, data[:cut] if rest else data, number, max_line)
+        if len(rest) > max_line:
+            raise LimitError(f"line longer than {max_line} bytes", source=source, line=number + 1)
+        yield
     if rest:
         try:
             text = rest.decode("utf-8")
         except UnicodeDecodeError:
             raise InputError("invalid UTF-8", source=source, line=number + 1) from None
-        yield number + 1, text[:-1] if text.endswith("\r") else text
+        parser.line(text[:-1] if text.endswith("\r") else text, number + 1)
+    yield
+
+
+def _feed(parser: _Parser, block: bytes, number: int, max_line: int) -> int:
+    """Complete lines (``block`` ends with a newline) to the parser; returns the last line."""
+    source = parser.source
+    if len(block) > max_line:  # only then can one line be too long: check each
+        lines = block.split(b"\n")
+        lines.pop()
+        for raw in lines:
+            if len(raw) > max_line:
+                raise LimitError(
+                    f"line longer than {max_line} bytes", source=source, line=number + 1
+                )
+            number = _decode(parser, raw + b"\n", number)
+        return number
+    return _decode(parser, block, number)
+
+
+def _decode(parser: _Parser, block: bytes, number: int) -> int:
+    source = parser.source
+    try:
+        text = block.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        good = block.rfind(b"\n", 0, exc.start) + 1
+        if good:
+            number = parser.feed(block[:good].decode("utf-8"), number)
+        raise InputError("invalid UTF-8", source=source, line=number + 1) from None
+    return parser.feed(text, number)
 
 
 def iter_attempts(reader: Reader, *, limits: Limits, only: str | None = None) -> Iterator[Attempt]:
     """Attempts of a TAP stream, test points in stream order, pseudo-attempts where due."""
-    emitter = Emitter(source=reader.source, window=limits.reorder_window, only=only)
-    parser = _Parser(reader.source, limits, emitter)
-    out = parser.out
-    for number, text in _lines(reader, limits):
-        parser.line(text, number)
-        if out:
-            yield from out
-            out.clear()
+    emitter = Emitter(
+        source=reader.source, window=limits.reorder_window, only=only, build=trusted_attempt
+    )
+    parser = _Parser(reader.source, limits, emitter, text=False)
+    for _ in _parse(reader, limits, parser):
+        emitter.ready()
+        if emitter.out:
+            yield from emitter.out
+            emitter.out.clear()
     parser.end()
-    yield from out
-    out.clear()
-    yield from emitter.flush()
+    emitter.finish()
+    yield from emitter.out
+    emitter.out.clear()
+
+
+def iter_lines(
+    reader: Reader, *, limits: Limits, only: str | None = None, counts: dict[str, int]
+) -> Iterator[list[str]]:
+    """The attempt records of a TAP stream as JSON lines, in batches (same order and bytes)."""
+    emitter = Emitter(
+        source=reader.source, window=limits.reorder_window, only=only, build=render, counts=counts
+    )
+    parser = _Parser(reader.source, limits, emitter, text=True)
+    for _ in _parse(reader, limits, parser):
+        emitter.ready()
+        if emitter.out:
+            yield emitter.out
+            emitter.out = []
+    parser.end()
+    emitter.finish()
+    yield emitter.out
+    emitter.out = []

@@ -14,13 +14,12 @@ import shutil
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, BinaryIO, cast
 
 from flakecore.cli._common import die
 from flakecore.errors import UsageError
-from flakecore.evidence import Attempt
 from flakecore.exits import EXIT_DATAERR, EXIT_OK, EXIT_SOFTWARE
 from flakecore.gate._runtime import atomic_file
 
@@ -64,32 +63,36 @@ class _MissingExtra(Exception):
     """The adapters extra is not installed."""
 
 
-def _attempts(args: argparse.Namespace, counts: Counter[str]) -> Iterator[Attempt]:
-    iter_attempts = cast(Callable[..., Iterable[Attempt]], _adapters().iter_attempts)
+def _write(args: argparse.Namespace, out: BinaryIO, counts: Counter[str]) -> int:
+    """Every report's attempt records to ``out``; returns how many were written.
+
+    Uses the adapters' record-free path (``iter_jsonl``): the same bytes as
+    ``write_jsonl(iter_attempts(...))``, without building ``Attempt`` objects.
+    """
+    iter_jsonl = cast(Callable[..., Iterable[bytes]], _adapters().iter_jsonl)
     if args.reports.count("-") > 1:
         raise UsageError("ingest: standard input (-) can be read only once")
     for report in args.reports:
         source: Any = sys.stdin.buffer if report == "-" else report
-        for attempt in iter_attempts(
-            source, format=args.format, source_name=report, test_id=args.test_id
+        for chunk in iter_jsonl(
+            source, format=args.format, source_name=report, test_id=args.test_id, counts=counts
         ):
-            counts[attempt.outcome.value] += 1
-            counts["flagged"] += bool(attempt.flags)
-            yield attempt
+            out.write(chunk)
+    return sum(v for k, v in counts.items() if k != "flagged")
 
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        write_jsonl = _adapters().write_jsonl
+        _adapters()
     except _MissingExtra as exc:
         return die(str(exc), EXIT_SOFTWARE)
     counts: Counter[str] = Counter()
     if args.out is not None:
         with atomic_file(Path(args.out)) as fh:
-            total = write_jsonl(_attempts(args, counts), fh)
+            total = _write(args, fh, counts)
     else:
         with tempfile.TemporaryFile() as spool:
-            total = write_jsonl(_attempts(args, counts), spool)
+            total = _write(args, spool, counts)
             spool.seek(0)
             shutil.copyfileobj(spool, sys.stdout.buffer)
             sys.stdout.flush()
