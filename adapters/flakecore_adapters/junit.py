@@ -22,7 +22,7 @@ from junitparser import xunit2
 
 from flakecore.codes import AttemptFlag, Outcome
 from flakecore.errors import InputError, LimitError
-from flakecore.evidence import Attempt, trusted_attempt, trusted_source
+from flakecore.evidence import Attempt, trusted_source
 from flakecore_adapters._common import (
     NO_FLAGS,
     PSEUDO_HOOK,
@@ -31,10 +31,11 @@ from flakecore_adapters._common import (
     clip,
     duration_from_text,
 )
+from flakecore_adapters._drive import attempts_from, lines_from
 from flakecore_adapters._flags import Emitter
 from flakecore_adapters._input import Reader
 from flakecore_adapters._limits import Limits
-from flakecore_adapters._render import HEAD, file_prefix, quote, render, source_json
+from flakecore_adapters._render import HEAD, file_prefix, quote, source_json
 from flakecore_adapters._xml import feed, hardened_parser
 
 __all__ = ["iter_attempts", "iter_lines"]
@@ -314,26 +315,14 @@ def _detailed(
 
 def iter_attempts(reader: Reader, *, limits: Limits, only: str | None = None) -> Iterator[Attempt]:
     """Attempts of a JUnit XML report, in document order."""
-    emitter = Emitter(
-        source=reader.source, window=limits.reorder_window, only=only, build=trusted_attempt
-    )
-    for _ in _parse(reader, limits, emitter, text=False):
-        if emitter.out:
-            yield from emitter.out
-            emitter.out.clear()
+    return attempts_from(_parse, reader, limits=limits, only=only)
 
 
 def iter_lines(
     reader: Reader, *, limits: Limits, only: str | None = None, counts: dict[str, int]
 ) -> Iterator[list[str]]:
     """The attempt records of a JUnit XML report as JSON lines, in batches."""
-    emitter = Emitter(
-        source=reader.source, window=limits.reorder_window, only=only, build=render, counts=counts
-    )
-    for _ in _parse(reader, limits, emitter, text=True):
-        if emitter.out:
-            yield emitter.out
-            emitter.out = []
+    return lines_from(_parse, reader, limits=limits, only=only, counts=counts)
 
 
 _PASS_HEAD = ',"outcome":"pass","native":"passed","attempt":1,"duration_s":'

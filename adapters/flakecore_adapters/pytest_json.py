@@ -19,7 +19,7 @@ from typing import Any
 
 from flakecore.codes import AttemptFlag, Outcome
 from flakecore.errors import InputError
-from flakecore.evidence import Attempt, duration_or_none, trusted_attempt, trusted_source
+from flakecore.evidence import Attempt, duration_or_none, trusted_source
 from flakecore_adapters._common import (
     NO_FLAGS,
     SESSION_ID,
@@ -29,11 +29,12 @@ from flakecore_adapters._common import (
     duration_from_number,
     incomplete_flags,
 )
+from flakecore_adapters._drive import attempts_from, lines_from
 from flakecore_adapters._flags import Emitter
 from flakecore_adapters._input import Reader
 from flakecore_adapters._jsonstream import JsonStream
 from flakecore_adapters._limits import Limits
-from flakecore_adapters._render import HEAD, OUTCOME_KEY, file_prefix, quote, render, source_json
+from flakecore_adapters._render import HEAD, OUTCOME_KEY, file_prefix, quote, source_json
 
 __all__ = ["iter_attempts", "iter_lines"]
 
@@ -183,26 +184,14 @@ def _test_attempts(test: Any, limits: Limits, lossy: bool) -> tuple[str, list[_S
 
 def iter_attempts(reader: Reader, *, limits: Limits, only: str | None = None) -> Iterator[Attempt]:
     """Attempts of a pytest-json-report document, collectors first as written."""
-    emitter = Emitter(
-        source=reader.source, window=limits.reorder_window, only=only, build=trusted_attempt
-    )
-    for _ in _parse(reader, limits, emitter, text=False):
-        if emitter.out:
-            yield from emitter.out
-            emitter.out.clear()
+    return attempts_from(_parse, reader, limits=limits, only=only)
 
 
 def iter_lines(
     reader: Reader, *, limits: Limits, only: str | None = None, counts: dict[str, int]
 ) -> Iterator[list[str]]:
     """The attempt records of a pytest-json-report document as JSON lines, in batches."""
-    emitter = Emitter(
-        source=reader.source, window=limits.reorder_window, only=only, build=render, counts=counts
-    )
-    for _ in _parse(reader, limits, emitter, text=True):
-        if emitter.out:
-            yield emitter.out
-            emitter.out = []
+    return lines_from(_parse, reader, limits=limits, only=only, counts=counts)
 
 
 class _Tests:

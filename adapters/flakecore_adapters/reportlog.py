@@ -18,7 +18,7 @@ from typing import Any
 
 from flakecore.codes import AttemptFlag, Outcome
 from flakecore.errors import InputError, LimitError
-from flakecore.evidence import Attempt, trusted_attempt, trusted_source
+from flakecore.evidence import Attempt, trusted_source
 from flakecore.jsonio import loads_strict
 from flakecore_adapters._common import (
     NO_FLAGS,
@@ -28,10 +28,11 @@ from flakecore_adapters._common import (
     clip,
     duration_from_number,
 )
+from flakecore_adapters._drive import attempts_from, lines_from
 from flakecore_adapters._flags import Emitter
 from flakecore_adapters._input import CHUNK, Reader, check_prefix
 from flakecore_adapters._limits import Limits
-from flakecore_adapters._render import file_prefix, render, source_json
+from flakecore_adapters._render import file_prefix, source_json
 
 __all__ = ["iter_attempts", "iter_lines"]
 
@@ -122,26 +123,14 @@ class _Run:
 
 def iter_attempts(reader: Reader, *, limits: Limits, only: str | None = None) -> Iterator[Attempt]:
     """Attempts of a pytest-reportlog file, in the order their teardown was logged."""
-    emitter = Emitter(
-        source=reader.source, window=limits.reorder_window, only=only, build=trusted_attempt
-    )
-    for _ in _parse(reader, limits, emitter, text=False):
-        if emitter.out:
-            yield from emitter.out
-            emitter.out.clear()
+    return attempts_from(_parse, reader, limits=limits, only=only)
 
 
 def iter_lines(
     reader: Reader, *, limits: Limits, only: str | None = None, counts: dict[str, int]
 ) -> Iterator[list[str]]:
     """The attempt records of a pytest-reportlog file as JSON lines, in batches."""
-    emitter = Emitter(
-        source=reader.source, window=limits.reorder_window, only=only, build=render, counts=counts
-    )
-    for _ in _parse(reader, limits, emitter, text=True):
-        if emitter.out:
-            yield emitter.out
-            emitter.out = []
+    return lines_from(_parse, reader, limits=limits, only=only, counts=counts)
 
 
 def _parse(reader: Reader, limits: Limits, emitter: Emitter, *, text: bool) -> Iterator[None]:
