@@ -136,6 +136,14 @@ KNOWN[
         "flagged",
     )
 ] = "a TimeoutException <error> is an error; timeouts are never guessed from exception text"
+KNOWN[
+    (
+        "maven-surefire-junit4",
+        "TEST-com.example.SampleTest.xml",
+        "com.example.SampleTest::timesOut",
+        "flagged",
+    )
+] = "a TestTimedOutException <error> is an error; timeouts are never guessed from exception text"
 if not HAS_INCOMPLETE:
     for _name in (
         "test_assert_fail",
