@@ -18,13 +18,13 @@ attempt of an id whose state ended may only continue a *flagged* state
 (flagged ids may repeat at any distance); any other repeat is refused.
 
 Memory: the live states are bounded by the window; beyond it each distinct id
-costs one fingerprint (Python's per-process randomized 64-bit string hash) in
-an open-addressing table of 8-byte slots kept at most half full: 16-32 bytes
-per distinct id, never the id itself or its records.  The
-fingerprint check runs when a state ends: an id whose earlier state already
-ended unflagged is refused there (the error names the line of the repeat).
-Two distinct ids with the same fingerprint are treated as one id: at worst a
-spurious refusal, never a hidden repeat.  Every repeat of an id in a separate
+costs one fingerprint (Python's per-process randomized 64-bit string hash),
+about 8-20 bytes per distinct id, never the id itself or its records (see
+:class:`_Seen`).  An id whose earlier state already ended unflagged is
+refused when it is found again (the error names the line of the repeat): at
+once while its fingerprint is among the newest, else at the next comparison
+pass or at the end of the report.  A caller must never use the records of
+a report whose iteration raised.  Every repeat of an id in a separate
 element is flagged, whatever the outcomes: agreeing childless rerun elements
 prove nothing.
 
@@ -38,6 +38,7 @@ patches its line.
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -49,7 +50,7 @@ from flakecore_adapters._render import add_conflict
 
 __all__ = ["Emitter"]
 
-_FIRST_SLOTS = 1 << 16  # fingerprint table slots to start with (512 KiB)
+_MIN_PASS = 1 << 16  # fingerprints that wait before they are compared with the older ones
 _MAX_FLAGGED_IDS = 1_000_000
 
 #: Build one output record: ``(test_id, outcome, native, number, src,
@@ -64,83 +65,68 @@ Builder = Callable[
 _FIRST, _LAST, _COUNT, _FLAGGED, _SERIAL, _LINE = range(6)
 
 
-class _Fingerprints:
-    """Set of 64-bit string hashes: one open-addressing table of 8-byte slots.
+class _Seen:
+    """Fingerprints of the test ids whose first state ended, to refuse a far repeat.
 
-    One flat table (linear probing, at most half full, doubled when it gets
-    there): a look-up touches one place in memory, which matters more than
-    anything else here once a report has a million ids.
+    Each id costs one 64-bit fingerprint (Python's per-process randomized
+    string hash), never the id itself.  The newest wait in a dict
+    (fingerprint -> report line), where a repeat among them is found at
+    once; when the dict holds an eighth of the others (at least 65 536) it
+    is compared with all of them in one C-level pass and appended to a flat
+    array of 8-byte slots.  The passes read the array about nine times in
+    all (a geometric series), which costs far less than one Python-level
+    probe of a hash table per id: a million ids take 8 MiB in the array and
+    at most ~12 MiB in the dict.  A repeat of an older id is therefore
+    found at the next pass (or at the end of the report), not at once; the
+    report is refused either way.  Two distinct ids with the same
+    fingerprint count as one: at worst a spurious refusal, never a hidden
+    repeat.
     """
 
-    __slots__ = ("_count", "_mask", "_table")
+    __slots__ = ("_done", "_new", "_refuse")
 
-    def __init__(self) -> None:
-        self._table = memoryview(bytearray(_FIRST_SLOTS * 8)).cast("q")
-        self._mask = _FIRST_SLOTS - 1
-        self._count = 0
+    def __init__(self, refuse: Callable[[str | None, int | None], InputError]) -> None:
+        self._done = array("q")
+        self._new: dict[int, int | None] = {}
+        #: ``refuse(test_id or None, line)``: the error for a repeat.
+        self._refuse = refuse
 
-    def check_add(self, test_id: str) -> bool:
-        """Add the id's fingerprint; True if it was already there."""
-        h = hash(test_id) or 1  # 0 marks a free slot
-        table = self._table
-        mask = self._mask
-        at = h & mask
-        slot = table[at]
-        while slot:
-            if slot == h:
-                return True
-            at = (at + 1) & mask
-            slot = table[at]
-        table[at] = h
-        self._count += 1
-        if self._count * 2 > mask:
-            self._grow()
-        return False
+    def add(self, test_id: str, line: int | None) -> None:
+        """One id whose first state ended."""
+        fingerprint = hash(test_id)
+        new = self._new
+        if fingerprint in new:
+            raise self._refuse(test_id, line)
+        new[fingerprint] = line
+        if len(new) >= _MIN_PASS and len(new) * 8 >= len(self._done):
+            self.check()
 
-    def forget_all(self, ids: Sequence[str], live: dict[str, Any]) -> int:
-        """Remove each id from ``live`` and :meth:`check_add` it, in order.
+    def add_all(self, ids: Sequence[str], lines: Sequence[int | None]) -> None:
+        """Ids that were each the first attempt of a new id, with their report lines."""
+        fingerprints = list(map(hash, ids))
+        new = self._new
+        if not new.keys().isdisjoint(fingerprints):
+            at = next(at for at, fingerprint in enumerate(fingerprints) if fingerprint in new)
+            raise self._refuse(ids[at], lines[at])
+        size = len(new) + len(fingerprints)
+        new.update(zip(fingerprints, lines, strict=True))
+        if len(new) != size:  # two ids of the block share a fingerprint
+            first: dict[int, int] = {}
+            for at, fingerprint in enumerate(fingerprints):
+                if first.setdefault(fingerprint, at) != at:
+                    raise self._refuse(ids[at], lines[at])
+        if size >= _MIN_PASS and size * 8 >= len(self._done):
+            self.check()
 
-        Returns the position of the first id whose fingerprint was already
-        there, or -1.  (One loop for both: this runs once per attempt.)
-        """
-        table = self._table
-        mask = self._mask
-        count = self._count
-        for position, test_id in enumerate(ids):
-            del live[test_id]
-            h = hash(test_id) or 1
-            at = h & mask
-            slot = table[at]
-            while slot:
-                if slot == h:
-                    self._count = count
-                    return position
-                at = (at + 1) & mask
-                slot = table[at]
-            table[at] = h
-            count += 1
-            if count * 2 > mask:
-                self._count = count
-                self._grow()
-                table = self._table
-                mask = self._mask
-        self._count = count
-        return -1
-
-    def _grow(self) -> None:
-        old = self._table
-        slots = (self._mask + 1) * 2
-        table = memoryview(bytearray(slots * 8)).cast("q")
-        mask = slots - 1
-        for h in old:
-            if h:
-                at = h & mask
-                while table[at]:
-                    at = (at + 1) & mask
-                table[at] = h
-        old.release()
-        self._table = table
-        self._mask = mask
+    def check(self) -> None:
+        """Compare the newest fingerprints with the older ones; keep them all."""
+        new = self._new
+        done = self._done
+        if not new.keys().isdisjoint(done):
+            line = min(new[fingerprint] or 0 for fingerprint in done if fingerprint in new)
+            raise self._refuse(None, line or None)
+        done.extend(new)
+        new.clear()
 
 
 class Emitter:
@@ -158,12 +144,12 @@ class Emitter:
         "_build",
         "_converted",
         "_element",
-        "_fingerprints",
         "_flagged",
         "_live",
         "_next",
         "_only",
         "_queue",
+        "_seen",
         "_source",
         "_window",
         "counts",
@@ -192,7 +178,7 @@ class Emitter:
         # first index, counts).
         self._queue: deque[tuple[Any, ...]] = deque()
         self._live: dict[str, Any] = {}
-        self._fingerprints = _Fingerprints()
+        self._seen = _Seen(self._departed)
         # Flagged ids whose state ended -> attempts so far: they may repeat at any distance.
         self._flagged: dict[str, int] = {}
         # Claimed ids that a repeat turned into a state while their block is held.
@@ -284,7 +270,7 @@ class Emitter:
         self,
         ids: Sequence[str],
         lines: list[str] | Callable[[], list[str]],
-        line_of: Callable[[int], int | None],
+        lines_at: Sequence[int | None],
         first: int,
         counts: dict[str, int],
     ) -> None:
@@ -292,10 +278,10 @@ class Emitter:
 
         ``lines`` are their records (attempt 1, the same flags for all), or
         a function that renders them when the block leaves the window;
-        ``line_of(i)`` is the report line of ``ids[i]`` (for errors);
+        ``lines_at[i]`` is the report line of ``ids[i]`` (for errors);
         ``counts`` what they add to :attr:`counts`.
         """
-        self._queue.append((first + len(ids) - 1, None, ids, lines, line_of, first, counts))
+        self._queue.append((first + len(ids) - 1, None, ids, lines, lines_at, first, counts))
 
     # -- emission -----------------------------------------------------------------
     def ready(self) -> None:
@@ -305,6 +291,7 @@ class Emitter:
     def finish(self) -> None:
         """Move every attempt still held to :attr:`out` (end of the report)."""
         self._emit(self._next + 1)
+        self._seen.check()
 
     def _emit(self, limit: int) -> None:
         queue = self._queue
@@ -328,30 +315,30 @@ class Emitter:
                     counts["flagged"] = counts.get("flagged", 0) + 1
 
     def _emit_block(self, item: tuple[Any, ...]) -> None:
-        _last, _, ids, lines, line_of, _first, block_counts = item
+        _last, _, ids, lines, lines_at, _first, block_counts = item
         if not isinstance(lines, list):
             lines = lines()
         converted = self._converted
         live = self._live
         flagged_extra = 0
         if converted and not converted.isdisjoint(ids):
-            check_add = self._fingerprints.check_add
             lines = list(lines)
+            ended: list[str] = []
+            ended_at: list[int | None] = []
             for at, test_id in enumerate(ids):
-                if test_id in converted:
+                if test_id in converted:  # its state goes on: it ends in _end
                     converted.discard(test_id)
-                    state = live[test_id]
-                    state[_LINE] = line_of(at)
+                    live[test_id][_LINE] = lines_at[at]
                     lines[at] = add_conflict(lines[at])
                     flagged_extra += not block_counts.get("flagged")
                 else:
                     del live[test_id]
-                    if check_add(test_id):
-                        raise self._departed(test_id, line_of(at))
+                    ended.append(test_id)
+                    ended_at.append(lines_at[at])
+            self._seen.add_all(ended, ended_at)
         else:
-            at = self._fingerprints.forget_all(ids, live)
-            if at >= 0:
-                raise self._departed(ids[at], line_of(at))
+            deque(map(live.pop, ids), 0)
+            self._seen.add_all(ids, lines_at)
         self.out += lines
         counts = self.counts
         if counts is not None:
@@ -364,8 +351,8 @@ class Emitter:
         """A state's last attempt leaves: forget the id, keep its fingerprint."""
         if self._live.get(test_id) is state:
             del self._live[test_id]
-        if self._fingerprints.check_add(test_id) and test_id not in self._flagged:
-            raise self._departed(test_id, state[_LINE])
+        if test_id not in self._flagged:  # else only a continuation of a flagged id ended
+            self._seen.add(test_id, state[_LINE])
         if state[_FLAGGED]:
             self._flagged[test_id] = state[_COUNT]
             if len(self._flagged) > _MAX_FLAGGED_IDS:
@@ -373,9 +360,11 @@ class Emitter:
                     f"more than {_MAX_FLAGGED_IDS} repeated test ids", source=self._source
                 )
 
-    def _departed(self, test_id: str, line: int | None) -> InputError:
+    def _departed(self, test_id: str | None, line: int | None) -> InputError:
+        """A repeat too late to flag (``test_id`` None: known only by its fingerprint)."""
+        named = "the test id here" if test_id is None else f"test id {test_id[:200]!r}"
         return InputError(
-            f"test id {test_id[:200]!r} repeats more than {self._window} attempts "
+            f"{named} repeats more than {self._window} attempts "
             "after its earlier attempts were emitted; they can no longer be flagged "
             "(raise Limits.reorder_window)",
             source=self._source,

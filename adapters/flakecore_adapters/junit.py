@@ -519,7 +519,7 @@ class _Cases:
         if first is not None:
             # Keep only the line numbers (for errors): no containers held in the window.
             numbers = list(map(_LINE, items))
-            emitter.push_block(ids, lines, numbers.__getitem__, first, {"pass": len(ids)})
+            emitter.push_block(ids, lines, numbers, first, {"pass": len(ids)})
             return
         for attrs, results, line, suite in items:
             self._case(attrs, results, line, suite)

@@ -258,7 +258,7 @@ class _Tests:
         for _nodeid, _line, spec in pending:
             value = spec[0].value
             counts[value] = counts.get(value, 0) + 1
-        emitter.push_block(ids, lines, lambda at: pending[at][1], first, counts)
+        emitter.push_block(ids, lines, [item[1] for item in pending], first, counts)
 
 
 def _parse(reader: Reader, limits: Limits, emitter: Emitter, *, text: bool) -> Iterator[None]:

@@ -570,7 +570,7 @@ class _Parser:
             ]
 
         counts = {"pass": take, "flagged": take} if flags else {"pass": take}
-        emitter.push_block(descs, lines, at.__getitem__, first, counts)
+        emitter.push_block(descs, lines, at, first, counts)
         root.count = count + take
         number += take
         self.lines_seen = number
