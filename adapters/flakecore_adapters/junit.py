@@ -11,7 +11,7 @@ Counts come from elements only: ``tests=``/``failures=`` on suites are ignored.
 
 from __future__ import annotations
 
-import operator
+import json
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
@@ -83,12 +83,24 @@ def _guarded(name: str) -> bool:
     return name.lower().rpartition(":")[2] in _GUARDED
 
 
-#: A completed testcase: (attributes, result children or None, line, innermost suite).
-_Done = tuple[dict[str, str], "list[list[Any]] | None", int, "str | None"]
+#: A completed testcase: (its position among the plain passes, attributes,
+#: result children or None, line, innermost suite).
+_Done = tuple[int, dict[str, str], "list[list[Any]] | None", int, "str | None"]
+
+
+class _Plain:
+    """Plain passes rendered by the ``end`` callback (text output): ids, records, lines."""
+
+    __slots__ = ("ids", "lines", "records")
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.records: list[str] = []
+        self.lines: list[int] = []
 
 
 def _handlers(
-    parser: Any, source: str, limits: Limits
+    parser: Any, source: str, limits: Limits, plain: _Plain | None
 ) -> tuple[Callable[[str, dict[str, str]], None], Callable[[str], None], list[_Done], Any]:
     """expat callbacks: collect completed testcases, refuse what would hide a result.
 
@@ -96,8 +108,24 @@ def _handlers(
     testcases in document order (the caller empties it), ``depth()`` is the
     current element depth.  Closures, not methods: these run once per element
     and cell variables are cheaper than attribute access.
+
+    With ``plain`` (text output), a childless testcase without ``status``
+    with a name and a classname (a plain pass) is rendered right here, as
+    attempt 1 without flags, into ``plain``; ``done`` then holds the other
+    testcases, each with the number of plain passes before it.  Anything
+    unusual (no name or classname, blanks around the classname, a long or
+    non-ASCII id) leaves a testcase to ``done``, so refusals come in the
+    same order as on the object path.
     """
     max_depth = limits.max_depth
+    rendering = plain is not None
+    ids = plain.ids if plain is not None else []
+    records = plain.records if plain is not None else []
+    lines = plain.lines if plain is not None else []
+    max_id = limits.max_id_chars
+    durations: dict[str | None, str] = {}
+    line_key = _PASS_MID + file_prefix(source, "junit") + ',"line":'
+    tail = "}}\n"  # the end of a record: the innermost suite's name, if any
     keep = limits.max_message_chars * 4
     max_text = limits.max_text_bytes
     depth = 0
@@ -132,7 +160,7 @@ def _handlers(
         parser.CharacterDataHandler = text
 
     def start(name: str, attrs: dict[str, str]) -> None:
-        nonlocal depth, suite, tc, tc_depth, tc_line, results, virtual
+        nonlocal depth, suite, tc, tc_depth, tc_line, results, virtual, tail
         depth += 1
         if depth > max_depth:
             raise LimitError(
@@ -155,6 +183,7 @@ def _handlers(
                     raise fail(f"<testsuite> inside <{parent[:40]}>")
                 suite = attrs.get("name")
                 suites.append(suite)
+                tail = _suite_tail(suite)
             elif name == "testsuites":
                 if depth > 1 and parent != "testsuites":
                     raise fail(f"<testsuites> inside <{parent[:40]}>")
@@ -180,13 +209,14 @@ def _handlers(
             raise fail(f"<{name[:40]}> nested below a testcase's child is refused")
 
     def end(name: str) -> None:
-        nonlocal depth, suite, tc, cur, cur_depth, virtual
+        nonlocal depth, suite, tc, cur, cur_depth, virtual, tail
         at = depth
         depth = at - 1
         if tc is None:
             if outer.pop() == "testsuite":
                 suites.pop()
                 suite = suites[-1] if suites else None
+                tail = _suite_tail(suite)
             return
         if at == cur_depth:
             cur = None
@@ -199,7 +229,34 @@ def _handlers(
             return
         else:
             outer.pop()
-        done.append((tc, results, tc_line, suite))
+            if rendering and results is None and "status" not in tc:
+                case = tc.get("name")
+                classname = tc.get("classname")
+                # The usual classname (no blanks around it) is quoted once and
+                # spliced into the quoted test id.
+                if case is not None and classname and classname.strip() == classname:
+                    test_id = f"{classname}::{case}"
+                    if len(test_id) <= max_id and test_id.isascii():
+                        time = tc.get("time")
+                        timed = durations.get(time)
+                        if timed is None:
+                            seconds = duration_from_text(time)
+                            value = "null" if seconds is None else float.__repr__(seconds)
+                            timed = _PASS_HEAD + value + line_key
+                            if len(durations) > _CACHE:
+                                durations.clear()
+                            durations[time] = timed
+                        quoted = quote(case)
+                        named = quote(classname)
+                        ids.append(test_id)
+                        records.append(
+                            f"{HEAD}{named[:-1]}::{quoted[1:]}{timed}{tc_line}"
+                            f"{_CLASSNAME_KEY}{named}{_NAME_KEY}{quoted}{tail}"
+                        )
+                        lines.append(tc_line)
+                        tc = None
+                        return
+        done.append((len(ids), tc, results, tc_line, suite))
         tc = None
 
     def text(data: str) -> None:
@@ -329,57 +386,32 @@ _PASS_HEAD = ',"outcome":"pass","native":"passed","attempt":1,"duration_s":'
 _PASS_MID = ',"message":null,"flags":[],"source":'
 _CLASSNAME_KEY = ',"classname":'
 _NAME_KEY = ',"name":'
-_CACHE = 4096  # entries of each rendering cache (durations, classnames, suites)
-_LINE = operator.itemgetter(2)  # the line of a completed testcase
+_CACHE = 4096  # durations kept rendered
 
 
-def _classname_parts(classname: str | None) -> tuple[str, str, str]:
-    """``(test id prefix, record start up to the quoted name, source members up to the name)``.
-
-    ``quote()`` escapes character by character, so the quoted test id is the
-    quoted ``classname::`` spliced to the quoted name.
-    """
-    stripped = classname.strip() if classname else ""
-    prefix = stripped + "::" if stripped else ""
-    head = HEAD + quote(prefix)[:-1] if prefix else HEAD + '"'
-    members = "" if classname is None else _CLASSNAME_KEY + quote(classname)
-    return prefix, head, members + _NAME_KEY
+def _suite_tail(suite: str | None) -> str:
+    """The end of a plain pass's record: the suite's name, if any, and the closing braces."""
+    return ("" if suite is None else ',"suite":' + quote(suite)) + "}}\n"
 
 
 class _Cases:
     """Testcases to the emitter.
 
-    Text output renders a childless testcase without ``status`` (a plain
-    pass) itself, as attempt 1 without flags, and hands a run of them over as
-    one block when :meth:`Emitter.claim` agrees that each is the first attempt
-    of a new id; otherwise they go through :meth:`Emitter.add` like any other.
+    Text output: the plain passes the ``end`` callback rendered go over as
+    one block per run between other testcases, when :meth:`Emitter.claim`
+    agrees that each is the first attempt of a new id; otherwise (and for
+    every other testcase) they go through :meth:`Emitter.add`.
     """
 
-    __slots__ = (
-        "classes",
-        "durations",
-        "emitter",
-        "ids",
-        "limits",
-        "prefix",
-        "rendered",
-        "source",
-        "suites",
-        "text",
-    )
+    __slots__ = ("emitter", "limits", "plain", "prefix", "source", "text")
 
-    def __init__(self, emitter: Emitter, source: str, limits: Limits, *, text: bool) -> None:
+    def __init__(self, emitter: Emitter, source: str, limits: Limits, plain: _Plain | None) -> None:
         self.emitter = emitter
         self.source = source
         self.limits = limits
-        self.text = text
+        self.text = plain is not None
+        self.plain = plain
         self.prefix = file_prefix(source, "junit")
-        # Plain passes waiting for their block: ids and rendered lines.
-        self.ids: list[str] = []
-        self.rendered: list[str] = []
-        self.durations: dict[str | None, str] = {}
-        self.suites: dict[str | None, str] = {}
-        self.classes: dict[str | None, tuple[str, str, str]] = {}
 
     def src(self, line: int, classname: str | None, name: str, suite: str | None) -> Any:
         if self.text:
@@ -388,82 +420,38 @@ class _Cases:
 
     def take(self, done: list[_Done]) -> None:
         """Every completed testcase of one chunk, in document order."""
-        if self.text:
-            self._take_text(done)
+        plain = self.plain
+        if plain is None:
+            for _, attrs, results, line, suite in done:
+                self._case(attrs, results, line, suite)
             return
-        for attrs, results, line, suite in done:
+        taken = 0
+        for before, attrs, results, line, suite in done:
+            if before > taken:
+                self._block(plain, taken, before)
+                taken = before
             self._case(attrs, results, line, suite)
+        if len(plain.ids) > taken:
+            self._block(plain, taken, len(plain.ids))
+        plain.ids.clear()
+        plain.records.clear()
+        plain.lines.clear()
 
-    def _take_text(self, done: list[_Done]) -> None:
-        """:meth:`take` for text output: plain passes are rendered here, inline."""
-        source = self.source
-        max_id = self.limits.max_id_chars
-        ids = self.ids
-        rendered = self.rendered
-        classes = self.classes
-        durations = self.durations
-        suites = self.suites
-        line_key = _PASS_MID + self.prefix + ',"line":'
-        first = 0  # position in ``done`` of the first waiting plain pass
-        at = -1
-        try:
-            for item in done:
-                at += 1
-                attrs, results, line, suite = item
-                if results is not None or "status" in attrs:
-                    if ids:
-                        self.flush(done[first:at])
-                    self._case(attrs, results, line, suite)
-                    continue
-                # A plain pass: its id and its record, rendered now.
-                try:
-                    name = attrs["name"]
-                except KeyError:
-                    raise InputError(
-                        "testcase without a name attribute", source=source, line=line
-                    ) from None
-                try:
-                    classname: str | None = attrs["classname"]
-                except KeyError:
-                    classname = None
-                parts = classes.get(classname)
-                if parts is None:
-                    parts = _classname_parts(classname)
-                    if len(classes) > _CACHE:
-                        classes.clear()
-                    classes[classname] = parts
-                test_id = parts[0] + name if parts[0] else name
-                if len(test_id) > max_id or not test_id.isascii():
-                    check_id(test_id, max_id, source, line)
-                try:
-                    time: str | None = attrs["time"]
-                except KeyError:
-                    time = None
-                timed = durations.get(time)
-                if timed is None:
-                    seconds = duration_from_text(time)
-                    value = "null" if seconds is None else float.__repr__(seconds)
-                    timed = _PASS_HEAD + value + line_key
-                    if len(durations) > _CACHE:
-                        durations.clear()
-                    durations[time] = timed
-                tail = suites.get(suite)
-                if tail is None:
-                    tail = ("" if suite is None else ',"suite":' + quote(suite)) + "}}\n"
-                    if len(suites) > _CACHE:
-                        suites.clear()
-                    suites[suite] = tail
-                if not ids:
-                    first = at
-                ids.append(test_id)
-                quoted = quote(name)
-                rendered.append(f"{parts[1]}{quoted[1:]}{timed}{line}{parts[2]}{quoted}{tail}")
-        except InputError:
-            if ids:  # the attempts before the refusal come first, as in the object path
-                self.flush(done[first:at])
-            raise
-        if ids:
-            self.flush(done[first:])
+    def _block(self, plain: _Plain, start: int, stop: int) -> None:
+        """Plain passes ``start:stop``: as one block, or one by one."""
+        emitter = self.emitter
+        ids = plain.ids[start:stop]
+        first = emitter.claim(ids)
+        records = plain.records[start:stop]
+        lines = plain.lines[start:stop]
+        if first is not None:
+            emitter.push_block(ids, records, lines, first, {"pass": len(ids)})
+            return
+        for test_id, record, line in zip(ids, records, lines, strict=True):
+            # The record holds the source object and the duration as rendered.
+            src = record[record.index(',"source":') + 10 : -2]
+            duration = json.loads(record)["duration_s"]
+            emitter.add(test_id, emitter.element(), line, _PASS, "passed", src, duration)
 
     def _case(
         self, attrs: dict[str, str], results: list[list[Any]] | None, line: int, suite: str | None
@@ -508,33 +496,18 @@ class _Cases:
         for outcome, native, message, duration, flags in attempts:
             emitter.add(test_id, serial, line, outcome, native, src, duration, message, flags)
 
-    def flush(self, items: list[_Done]) -> None:
-        """Hand the waiting plain passes (``items``) on: as one block, or one by one."""
-        ids = self.ids[:]
-        lines = self.rendered[:]
-        self.ids.clear()  # in place: take() holds the list
-        self.rendered.clear()
-        emitter = self.emitter
-        first = emitter.claim(ids)
-        if first is not None:
-            # Keep only the line numbers (for errors): no containers held in the window.
-            numbers = list(map(_LINE, items))
-            emitter.push_block(ids, lines, numbers, first, {"pass": len(ids)})
-            return
-        for attrs, results, line, suite in items:
-            self._case(attrs, results, line, suite)
-
 
 def _parse(reader: Reader, limits: Limits, emitter: Emitter, *, text: bool) -> Iterator[None]:
     """Feed every attempt to ``emitter``; yields whenever records may be ready."""
     source = reader.source
     parser = hardened_parser(source)
-    start, end, done, depth = _handlers(parser, source, limits)
+    plain = _Plain() if text else None
+    start, end, done, depth = _handlers(parser, source, limits, plain)
     parser.StartElementHandler = start
     parser.EndElementHandler = end
-    cases = _Cases(emitter, source, limits, text=text)
+    cases = _Cases(emitter, source, limits, plain)
     for _ in feed(parser, reader, limits):
-        if done:
+        if done or (plain is not None and plain.ids):
             batch = done[:]
             done.clear()
             cases.take(batch)
