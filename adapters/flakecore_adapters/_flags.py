@@ -41,7 +41,7 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from collections.abc import Callable, Sequence
-from itertools import chain, islice, repeat
+from itertools import repeat
 from typing import Any
 
 from flakecore.codes import AttemptFlag, Outcome
@@ -70,30 +70,25 @@ class _Seen:
     """Fingerprints of the test ids whose first state ended, to refuse a far repeat.
 
     Each id costs one 64-bit fingerprint (Python's per-process randomized
-    string hash), never the id itself.  The newest wait in a set (plus, in
-    arrival order, the lists they came in and their report lines, to name
-    the line of a repeat), where a repeat among them is found at once;
-    when they number a quarter of the older ones (at least 65 536), they are
-    compared with all of those in one C-level pass and appended to a flat
-    array of 8-byte slots.  The passes read that array about five times in
-    all (a geometric series), which costs far less than a Python-level
+    string hash), never the id itself.  The newest wait in a dict
+    (fingerprint -> report line), where a repeat among them is found at
+    once; when the dict holds an eighth of the others (at least 65 536) it
+    is compared with all of them in one C-level pass and appended to a flat
+    array of 8-byte slots.  The passes read the array about nine times in
+    all (a geometric series), which costs far less than one Python-level
     probe of a hash table per id: a million ids take 8 MiB in the array and
-    at most ~16 MiB while they wait.  A repeat of an older id is therefore
+    at most ~12 MiB in the dict.  A repeat of an older id is therefore
     found at the next pass (or at the end of the report), not at once; the
     report is refused either way.  Two distinct ids with the same
     fingerprint count as one: at worst a spurious refusal, never a hidden
     repeat.
     """
 
-    __slots__ = ("_done", "_lines", "_new", "_order", "_refuse")
+    __slots__ = ("_done", "_new", "_refuse")
 
     def __init__(self, refuse: Callable[[str | None, int | None], InputError]) -> None:
         self._done = array("q")
-        self._new: set[int] = set()
-        # The fingerprints in ``_new`` and their report lines, in arrival order,
-        # as the sequences they came in (no copy per id).
-        self._order: list[Sequence[int]] = []
-        self._lines: list[Sequence[int | None]] = []
+        self._new: dict[int, int | None] = {}
         #: ``refuse(test_id or None, line)``: the error for a repeat.
         self._refuse = refuse
 
@@ -103,47 +98,36 @@ class _Seen:
         new = self._new
         if fingerprint in new:
             raise self._refuse(test_id, line)
-        new.add(fingerprint)
-        self._order.append((fingerprint,))
-        self._lines.append((line,))
-        if len(new) >= _MIN_PASS and len(new) * 4 >= len(self._done):
+        new[fingerprint] = line
+        if len(new) >= _MIN_PASS and len(new) * 8 >= len(self._done):
             self.check()
 
-    def add_all(self, ids: Sequence[str], lines: Sequence[int]) -> None:
+    def add_all(self, ids: Sequence[str], lines: Sequence[int | None]) -> None:
         """Ids that were each the first attempt of a new id, with their report lines."""
         fingerprints = list(map(hash, ids))
         new = self._new
-        size = len(new) + len(fingerprints)
-        if not new.isdisjoint(fingerprints):
+        if not new.keys().isdisjoint(fingerprints):
             at = next(at for at, fingerprint in enumerate(fingerprints) if fingerprint in new)
             raise self._refuse(ids[at], lines[at])
-        new.update(fingerprints)
+        size = len(new) + len(fingerprints)
+        new.update(zip(fingerprints, lines, strict=True))
         if len(new) != size:  # two ids of the block share a fingerprint
             first: dict[int, int] = {}
             for at, fingerprint in enumerate(fingerprints):
                 if first.setdefault(fingerprint, at) != at:
                     raise self._refuse(ids[at], lines[at])
-        self._order.append(fingerprints)
-        self._lines.append(lines)
-        if size >= _MIN_PASS and size * 4 >= len(self._done):
+        if size >= _MIN_PASS and size * 8 >= len(self._done):
             self.check()
 
     def check(self) -> None:
         """Compare the newest fingerprints with the older ones; keep them all."""
         new = self._new
         done = self._done
-        if not new.isdisjoint(done):
-            repeats = new.intersection(done)
-            at = next(
-                at
-                for at, fingerprint in enumerate(chain.from_iterable(self._order))
-                if fingerprint in repeats
-            )
-            raise self._refuse(None, next(islice(chain.from_iterable(self._lines), at, None)))
-        done.extend(chain.from_iterable(self._order))
+        if not new.keys().isdisjoint(done):
+            line = min(new[fingerprint] or 0 for fingerprint in done if fingerprint in new)
+            raise self._refuse(None, line or None)
+        done.extend(new)
         new.clear()
-        self._order.clear()
-        self._lines.clear()
 
 
 class Emitter:
