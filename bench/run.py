@@ -12,6 +12,8 @@ RSS (``ru_maxrss`` of that child) belongs to one job.  For every format:
   ratio targets apply to this row;
 * ``objects``: ``iter_attempts`` + ``write_jsonl`` (``Attempt`` objects
   first, same bytes), for context;
+* ``floor`` (TAP only): the baseline's loop plus rendering and writing each
+  record with no check at all, for context: what the output alone costs;
 * ``idle``: the interpreter with the adapters imported, for the RSS base.
 
 Every measurement is repeated (``--repeat``, default 3), interleaved, and
@@ -107,6 +109,42 @@ def _ingest(fmt: str, path: str, out: str) -> int:
     return sum(v for k, v in counts.items() if k != "flagged")
 
 
+def _floor(fmt: str, path: str, out: str) -> int:
+    """TAP only: the baseline's loop plus rendering and writing each record, nothing more.
+
+    No escaping, no plan, no directives, no YAML, no repeat window: what the
+    output alone costs over the bare parse, a floor for any implementation
+    that writes the same records from Python.
+    """
+    import re
+
+    from flakecore_adapters._render import HEAD, file_prefix
+
+    if fmt != "tap":
+        raise SystemExit("the floor is measured for TAP only")
+    point = re.compile(rb"(not )?ok\b(?: +([0-9]+))?(.*)")
+    mid = (
+        ',"outcome":"pass","native":"ok","attempt":1,"duration_s":null,"message":null,'
+        f'"flags":[],"source":{file_prefix(path, "tap")},"line":'
+    )
+    rows: list[str] = []
+    count = 0
+    with open(path, "rb") as fh, open(out, "wb") as sink:
+        for number, line in enumerate(fh, 1):
+            found = point.match(line)
+            if found:
+                count += 1
+                desc = found.group(3)[3:].rstrip().decode()
+                rows.append(
+                    f'{HEAD}"{desc}"{mid}{number},"number":{count},"description":"{desc}"}}}}\n'
+                )
+                if len(rows) >= 4096:
+                    sink.write("".join(rows).encode())
+                    rows.clear()
+        sink.write("".join(rows).encode())
+    return count
+
+
 def _objects(fmt: str, path: str, out: str) -> int:
     """The library path: ``Attempt`` objects, then ``write_jsonl`` (same bytes)."""
     import flakecore_adapters
@@ -130,6 +168,8 @@ def child(mode: str, fmt: str, path: str, out: str) -> None:
         count = _ingest(fmt, path, out)
     elif mode == "objects":
         count = _objects(fmt, path, out)
+    elif mode == "floor":
+        count = _floor(fmt, path, out)
     else:
         count = 0
     seconds = time.perf_counter() - start
@@ -193,6 +233,8 @@ def main() -> None:
             if fmt == "pytest-json":
                 runs.append(("baseline", "pytest-json-stdlib"))
             runs.append(("ingest", fmt))
+            if fmt == "tap":
+                runs.append(("floor", fmt))
             if not args.no_objects:
                 runs.append(("objects", fmt))
             # Interleaved: every repeat measures each run once, so a change of
@@ -219,6 +261,7 @@ def main() -> None:
                     "baseline": f"bare {label}",
                     "ingest": "ingest (iter_jsonl)",
                     "objects": "objects (iter_attempts)",
+                    "floor": "floor (render+write)",
                 }[mode]
                 print(
                     f"{fmt:<12} {name:<25} {took:>8.2f} "
