@@ -19,6 +19,8 @@ nox.options.error_on_missing_interpreters = True
 
 TEST_DEPS = ["pytest>=8", "hypothesis>=6.100"]
 LINT_DEPS = ["ruff>=0.6"]
+#: The benchmark's baselines (bare ijson); the suite runs a smoke of the benchmark.
+BENCH_DEPS = ["ijson>=3.2"]
 
 
 def install_wheel(session: nox.Session, extras: str = "all") -> str:
@@ -36,7 +38,7 @@ def install_wheel(session: nox.Session, extras: str = "all") -> str:
 def tests(session: nox.Session) -> None:
     """Run the test suite against the installed wheel (slow/fuzz tests excluded)."""
     install_wheel(session)
-    session.install(*TEST_DEPS, "build")
+    session.install(*TEST_DEPS, *BENCH_DEPS, "build")
     args = session.posargs or ["-m", "not slow", "-p", "no:cacheprovider"]
     session.run("pytest", *args)
 
@@ -108,5 +110,5 @@ def fuzz(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Adapter throughput and peak RSS at 1M testcases against bare-parser baselines."""
     install_wheel(session)
-    session.install("ijson>=3.2")
+    session.install(*BENCH_DEPS)
     session.run("python", "bench/run.py", *session.posargs)
