@@ -75,9 +75,10 @@ class _Seen:
     once; when the dict holds an eighth of the others (at least 65 536) it
     is compared with all of them in one C-level pass and appended to a flat
     array of 8-byte slots.  The passes read the array about nine times in
-    all (a geometric series), which costs far less than one Python-level
-    probe of a hash table per id: a million ids take 8 MiB in the array and
-    at most ~12 MiB in the dict.  A repeat of an older id is therefore
+    all (a geometric series), in C, where a hash table would take one
+    Python-level probe per id (at a million ids the two cost about the same
+    time; this one never doubles a table): a million ids take 8 MiB in the
+    array and at most ~12 MiB in the dict.  A repeat of an older id is therefore
     found at the next pass (or at the end of the report), not at once; the
     report is refused either way.  Two distinct ids with the same
     fingerprint count as one: at worst a spurious refusal, never a hidden
