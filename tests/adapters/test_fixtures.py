@@ -22,7 +22,6 @@ from flakecore.errors import InputError
 
 ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "reports"
 UP = AttemptFlag.UNEXPECTED_PASS.value
-HAS_INCOMPLETE = hasattr(AttemptFlag, "INCOMPLETE_HISTORY")
 
 _UNDETECTABLE = "the report carries no trace of it (only the console does)"
 _LAST_ONLY = "the report keeps only the last attempt and does not say a rerun happened"
@@ -34,7 +33,6 @@ _NODE_CANCEL = (
     "node's failure type cancelledByParent/hookFailed is an error (the body never ran); "
     "the same run's TAP fixture expects error too"
 )
-_NEEDS_FLAG = "needs AttemptFlag.INCOMPLETE_HISTORY in the core (requested)"
 
 #: (producer, report, test id or "*", aspect) -> reason
 KNOWN: dict[tuple[str, str, str, str], str] = {
@@ -144,21 +142,6 @@ KNOWN[
         "flagged",
     )
 ] = "a TestTimedOutException <error> is an error; timeouts are never guessed from exception text"
-if not HAS_INCOMPLETE:
-    for _name in (
-        "test_assert_fail",
-        "test_exception",
-        "test_setup_error",
-        "test_teardown_error",
-        "test_xpass_strict",
-        "test_flaky",
-        "test_always_fails",
-        "test_special_chars[apos']",
-        "TestOuter::TestInner::test_inner_fail",
-    ):
-        KNOWN[("pytest-json", "reruns.json", f"tests/test_sample.py::{_name}", "flagged")] = (
-            _NEEDS_FLAG
-        )
 
 
 def _reports() -> list[tuple[str, dict[str, Any]]]:
