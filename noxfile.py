@@ -62,7 +62,7 @@ def typing(session: nox.Session) -> None:
 def schemas(session: nox.Session) -> None:
     """Schemas: metaschema check, the shared vectors in Python and Node (Ajv), the examples."""
     install_wheel(session)
-    session.install(*TEST_DEPS, "check-jsonschema>=0.28")
+    session.install(*TEST_DEPS, "build", "check-jsonschema>=0.28")
     session.run(
         "check-jsonschema",
         "--check-metaschema",

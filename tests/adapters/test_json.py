@@ -85,7 +85,7 @@ def test_pytest_json_rerun_and_collector_errors() -> None:
         ],
     )
     attempts = run(data)
-    incomplete = ["incomplete-history"] if hasattr(AttemptFlag, "INCOMPLETE_HISTORY") else []
+    incomplete = [AttemptFlag.INCOMPLETE_HISTORY.value]
     assert summary(attempts) == [
         ("t/broken.py", "error", 1, []),
         ("t::flaky", "fail", 1, incomplete),

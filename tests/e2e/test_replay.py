@@ -425,7 +425,6 @@ def _report_args(repo: SampleRepo, out: Path, *, seed: str, command: list[str]) 
 def test_junit_report_decides_each_attempt(
     repo: SampleRepo, tmp_path: Path, seed: str, exit_code: int, code: str, expected: list[str]
 ) -> None:
-    pytest.importorskip("flakecore_adapters", reason="--report needs flakecore[adapters]")
     out = tmp_path / "freeze.json"
     command = pytest_command("--junitxml=report.xml")
     run = repo.flakecore(*_report_args(repo, out, seed=seed, command=command))
@@ -450,7 +449,6 @@ def test_junit_report_decides_each_attempt(
 def test_unusable_report_is_incomplete(
     repo: SampleRepo, tmp_path: Path, command: list[str], test_id: str, reason: str
 ) -> None:
-    pytest.importorskip("flakecore_adapters", reason="--report needs flakecore[adapters]")
     out = tmp_path / "freeze.json"
     args = _report_args(repo, out, seed="3", command=command)
     args[args.index("--test-id") + 1] = test_id
@@ -463,7 +461,6 @@ def test_unusable_report_is_incomplete(
 
 
 def test_stale_report_in_the_base_commit_is_never_read(tmp_path: Path) -> None:
-    pytest.importorskip("flakecore_adapters", reason="--report needs flakecore[adapters]")
     repo = make_repo(tmp_path)
     # The base commit itself carries a report in which the test passed.
     subprocess.run(

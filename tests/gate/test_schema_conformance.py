@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from flakecore import validation
 from flakecore.lease import lease_problems
 from gate.support import (
     AUTHOR,
@@ -31,9 +32,6 @@ from gate.support import (
     lease_report,
     row_record,
 )
-
-pytest.importorskip("jsonschema")
-validation = pytest.importorskip("flakecore.validation")
 
 
 def problems(record: object, kind: str) -> list[str]:

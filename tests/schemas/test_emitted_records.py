@@ -13,15 +13,12 @@ fields broken, and plain garbage):
 from __future__ import annotations
 
 import datetime as dt
-import importlib
-import importlib.util
 import json
 import os
 import tempfile
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from packets import admit_packet, budget_packet, classify_report, decide_packet
@@ -35,6 +32,7 @@ from flakecore import (
     LogStatus,
     Outcome,
     Source,
+    lease,
     validation,
 )
 
@@ -428,10 +426,6 @@ def test_a_line_the_schema_refuses_is_refused_by_the_reducer(line: dict[str, Any
         assert summary.status is LogStatus.INCOMPLETE
 
 
-#: flakecore.lease (``flakecore lease open``) writes leases; skipped where it is not built yet.
-LEASE: Any = importlib.util.find_spec("flakecore.lease") and importlib.import_module(
-    "flakecore.lease"
-)
 LEASE_REPORT = classify_report(pinned_sha256=A, canary="nightly-canary")
 HOSTS = st.sampled_from(
     [
@@ -448,7 +442,6 @@ AUTHORS = st.sampled_from(["coding-agent-7"]) | st.sampled_from(["", "review-pol
 PEOPLE = ACCEPTORS | AUTHORS
 
 
-@pytest.mark.skipif(not LEASE, reason="flakecore.lease is not part of this build")
 @SETTINGS
 @given(
     mutated(LEASE_REPORT, CLASSIFY_FIELDS, "classify-report"),
@@ -470,19 +463,19 @@ def test_leases_the_library_opens_validate(
 ) -> None:
     if not isinstance(report, dict):
         return
-    roles = LEASE.Roles(
+    roles = lease.Roles(
         replay_host=host,
         accepted_by=acceptor,
         patch_author=author,
         patch_hash=patch_hash,
         oracle_version=oracle,
     )
-    outcome = LEASE.build_lease(
+    outcome = lease.build_lease(
         report, test_id="tests/t.py::t", roles=roles, now=NOW, canary=canary
     )
     if outcome.record is not None:
         assert_valid(outcome.record, "lease")
-        assert LEASE.lease_problems(outcome.record, now=NOW) == []
+        assert lease.lease_problems(outcome.record, now=NOW) == []
 
 
 LEASE_FIELDS_GOOD: dict[str, st.SearchStrategy[Any]] = {
@@ -503,18 +496,17 @@ LEASE_FIELDS_GOOD: dict[str, st.SearchStrategy[Any]] = {
 }
 
 
-@pytest.mark.skipif(not LEASE, reason="flakecore.lease is not part of this build")
 @SETTINGS
 @given(st.data())
 def test_a_lease_the_schema_refuses_is_refused_by_the_checker(data: st.DataObject) -> None:
-    roles = LEASE.Roles(
+    roles = lease.Roles(
         replay_host="img:local-uncontainerized+nonce:fedcba9876543210",
         accepted_by="review-policy-job",
         patch_author="coding-agent-7",
         patch_hash=A,
     )
-    opened = LEASE.build_lease(LEASE_REPORT, test_id="tests/t.py::t", roles=roles, now=NOW)
+    opened = lease.build_lease(LEASE_REPORT, test_id="tests/t.py::t", roles=roles, now=NOW)
     assert opened.record is not None
     record = data.draw(mutated(opened.record, LEASE_FIELDS_GOOD, "lease"))
     if not validation.is_valid(record, "lease"):
-        assert LEASE.lease_problems(record, now=NOW) != []
+        assert lease.lease_problems(record, now=NOW) != []
