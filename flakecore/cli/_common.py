@@ -12,7 +12,7 @@ import attrs
 
 from flakecore.errors import InputError, UsageError
 from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT, EXIT_OK
-from flakecore.jsonio import MAX_DOCUMENT_BYTES, compact_line, load_object
+from flakecore.jsonio import MAX_DOCUMENT_BYTES, compact_line, load_object, read_file
 from flakecore.timeutil import parse_rfc3339
 
 __all__ = [
@@ -64,16 +64,7 @@ def input_exit(error: InputError) -> int:
 
 def _read_file(path: str) -> Packet:
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_DOCUMENT_BYTES + 1)
-    except FileNotFoundError:
-        return Packet(path, None, InputError("no such file", source=path))
-    except IsADirectoryError:
-        return Packet(path, None, InputError("cannot read: is a directory", source=path))
-    except OSError as exc:
-        return Packet(path, None, InputError(f"cannot read: {exc.strerror}", source=path))
-    try:
-        return Packet(path, load_object(data, source=path))
+        return Packet(path, load_object(read_file(path, MAX_DOCUMENT_BYTES + 1), source=path))
     except InputError as exc:
         return Packet(path, None, exc)
 

@@ -25,7 +25,7 @@ from flakecore.exits import (
     EXIT_SOFTWARE,
     VALIDATE_INVALID,
 )
-from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object
+from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object, read_file
 
 __all__ = ["register"]
 
@@ -84,15 +84,7 @@ def _read(name: str) -> bytes:
     if name == "-":
         data = sys.stdin.buffer.read(MAX_DOCUMENT_BYTES + 1)
     else:
-        try:
-            with open(name, "rb") as fh:
-                data = fh.read(MAX_DOCUMENT_BYTES + 1)
-        except FileNotFoundError:
-            raise InputError("no such file", source=name) from None
-        except IsADirectoryError:
-            raise InputError("cannot read: is a directory", source=name) from None
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror}", source=name) from None
+        data = read_file(name, MAX_DOCUMENT_BYTES + 1)
     if len(data) > MAX_DOCUMENT_BYTES:
         raise LimitError(f"larger than {MAX_DOCUMENT_BYTES} bytes", source=name)
     return data

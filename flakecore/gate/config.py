@@ -32,6 +32,7 @@ from typing import Any, Final
 import attrs
 
 from flakecore.errors import InputError, UsageError
+from flakecore.jsonio import read_file
 from flakecore.policy import DEFAULT_POLICY, Policy
 
 __all__ = [
@@ -224,15 +225,7 @@ def load_config(path: str | None = None, *, start: str = ".") -> GateConfig:
     found = path if explicit else find_pyproject(start)
     if found is None:
         return GateConfig(root=os.path.abspath(start) if start != "." else ".")
-    try:
-        with open(found, "rb") as fh:
-            data = fh.read(1 << 20)
-    except FileNotFoundError:
-        raise InputError("no such file", source=found) from None
-    except IsADirectoryError:
-        raise InputError("cannot read: is a directory", source=found) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=found) from None
+    data = read_file(found, 1 << 20)
     root = os.path.dirname(os.path.abspath(found))
     loads = _loader()
     if loads is None:

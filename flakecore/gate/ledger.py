@@ -35,7 +35,7 @@ from flakecore.codes import BudgetCode, DecideCode
 from flakecore.decide import decide
 from flakecore.errors import InputError, UsageError
 from flakecore.gate.vote import DECIDE_PACKET_FORMAT
-from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object
+from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object, read_file
 from flakecore.lease import LEASE_FORMAT, format_version_ok, lease_problems
 from flakecore.policy import DEFAULT_POLICY, Policy
 
@@ -127,16 +127,7 @@ def _fsync_dir(directory: str) -> None:
 
 def read_record(path: str) -> dict[str, object]:
     """One stored record, through the strict JSON reader; :class:`InputError` when unusable."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_DOCUMENT_BYTES + 1)
-    except FileNotFoundError:
-        raise InputError("no such file", source=path) from None
-    except IsADirectoryError:
-        raise InputError("cannot read: is a directory", source=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=path) from None
-    return load_object(data, source=path)
+    return load_object(read_file(path, MAX_DOCUMENT_BYTES + 1), source=path)
 
 
 def _parse_date(value: object) -> dt.date | None:
