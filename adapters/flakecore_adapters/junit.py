@@ -167,18 +167,20 @@ def _handlers(
                 f"XML nested deeper than {max_depth}", source=source, line=parser.CurrentLineNumber
             )
         if tc is None:
-            parent = outer[-1] if outer else ""
-            outer.append(name)
-            if name == "testcase":
+            if name == "testcase":  # not on ``outer``: nothing inside a testcase reads it
                 if depth == 1:
                     raise fail("not a JUnit report: root element is <testcase>")
+                parent = outer[-1]
                 if parent != "testsuite" and parent != "testsuites":  # noqa: PLR1714 - hot path
                     raise fail(f"<testcase> inside <{parent[:40]}>")
                 tc = attrs
                 tc_depth = depth
                 tc_line = parser.CurrentLineNumber
                 results = None
-            elif name == "testsuite":
+                return
+            parent = outer[-1] if outer else ""
+            outer.append(name)
+            if name == "testsuite":
                 if depth > 1 and parent not in ("testsuite", "testsuites"):
                     raise fail(f"<testsuite> inside <{parent[:40]}>")
                 suite = attrs.get("name")
@@ -227,35 +229,40 @@ def _handlers(
             virtual = False
         elif at != tc_depth:
             return
-        else:
-            outer.pop()
-            if rendering and results is None and "status" not in tc:
-                case = tc.get("name")
-                classname = tc.get("classname")
-                # The usual classname (no blanks around it) is quoted once and
-                # spliced into the quoted test id.
-                if case is not None and classname and classname.strip() == classname:
-                    test_id = f"{classname}::{case}"
-                    if len(test_id) <= max_id and test_id.isascii():
-                        time = tc.get("time")
-                        timed = durations.get(time)
-                        if timed is None:
-                            seconds = duration_from_text(time)
-                            value = "null" if seconds is None else float.__repr__(seconds)
-                            timed = _PASS_HEAD + value + line_key
-                            if len(durations) > _CACHE:
-                                durations.clear()
-                            durations[time] = timed
+        elif rendering and results is None and "status" not in tc:
+            case = tc.get("name")
+            classname = tc.get("classname")
+            # The usual classname (no blanks around it): the test id's JSON
+            # text is the classname's and the name's, spliced.
+            if case is not None and classname and classname.strip() == classname:
+                test_id = f"{classname}::{case}"
+                if len(test_id) <= max_id and test_id.isascii():
+                    time = tc.get("time")
+                    timed = durations.get(time)
+                    if timed is None:
+                        seconds = duration_from_text(time)
+                        value = "null" if seconds is None else float.__repr__(seconds)
+                        timed = _PASS_HEAD + value + line_key
+                        if len(durations) > _CACHE:
+                            durations.clear()
+                        durations[time] = timed
+                    if test_id.isprintable() and '"' not in test_id and "\\" not in test_id:
+                        # Printable ASCII without '"' and '\\' is its own JSON text.
+                        records.append(
+                            f'{HEAD}"{test_id}"{timed}{tc_line}'
+                            f'{_CLASSNAME_KEY}"{classname}"{_NAME_KEY}"{case}"{tail}'
+                        )
+                    else:
                         quoted = quote(case)
                         named = quote(classname)
-                        ids.append(test_id)
                         records.append(
                             f"{HEAD}{named[:-1]}::{quoted[1:]}{timed}{tc_line}"
                             f"{_CLASSNAME_KEY}{named}{_NAME_KEY}{quoted}{tail}"
                         )
-                        lines.append(tc_line)
-                        tc = None
-                        return
+                    ids.append(test_id)
+                    lines.append(tc_line)
+                    tc = None
+                    return
         done.append((len(ids), tc, results, tc_line, suite))
         tc = None
 

@@ -184,6 +184,10 @@ _CASES = [
     b'<testcase classname="C" name="a"/>',
     b'<testcase classname="C" name="h" time="1e3"/>',
     b'<testcase classname="C&#9;x" name="i&#10;j" time=" 2"/>',
+    # ASCII that JSON must escape ('"', '\\', DEL) beside ASCII it need not
+    b'<testcase classname="q&quot;\\" name="k&lt;&amp;" time="3"/>',
+    b'<testcase classname="C" name="del&#127;" time="3"/>',
+    b'<testcase classname="C.D" name="l[1-2] (x)" time="3"/>',
 ]
 
 
