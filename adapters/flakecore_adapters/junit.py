@@ -232,8 +232,8 @@ def _handlers(
         elif rendering and results is None and "status" not in tc:
             case = tc.get("name")
             classname = tc.get("classname")
-            # The usual classname (no blanks around it): the test id's JSON
-            # text is the classname's and the name's, spliced.
+            # The usual classname (no blanks around it); the id is written as
+            # it is when it needs no escaping, else spliced from the quoted parts.
             if case is not None and classname and classname.strip() == classname:
                 test_id = f"{classname}::{case}"
                 if len(test_id) <= max_id and test_id.isascii():
