@@ -7,6 +7,7 @@ any speed (timed assertions have no place in the suite).
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -31,6 +32,7 @@ def test_bench_prints_every_row_and_verdict(tmp_path: Path) -> None:
     assert rows == {
         ("junit", "bare junit"),
         ("junit", "ingest (iter_jsonl)"),
+        ("junit", "floor (no checks)"),
         ("junit", "objects (iter_attempts)"),
         ("pytest-json", "bare pytest-json"),
         ("pytest-json", "bare pytest-json-stdlib"),
@@ -38,9 +40,26 @@ def test_bench_prints_every_row_and_verdict(tmp_path: Path) -> None:
         ("pytest-json", "objects (iter_attempts)"),
         ("tap", "bare tap"),
         ("tap", "ingest (iter_jsonl)"),
-        ("tap", "floor (render+write)"),
+        ("tap", "floor (no checks)"),
         ("tap", "objects (iter_attempts)"),
     }
     assert proc.stdout.count("target: <=") == 3
     # Every run wrote its records and removed them: only the reports remain.
     assert sorted(p.suffix for p in tmp_path.iterdir()) == [".json", ".tap", ".xml"]
+
+    # The floor skips the checks, not the work: one record per test, with the
+    # ingest's test ids, in order (else it would be a floor below the real one).
+    for fmt, suffix in (("tap", ".tap"), ("junit", ".xml")):
+        report = tmp_path / f"bench-300{suffix}"
+        ids: dict[str, list[str]] = {}
+        for mode in ("floor", "ingest"):
+            out = tmp_path / f"{mode}.jsonl"
+            subprocess.run(
+                [sys.executable, str(BENCH), "--child", mode, fmt, str(report), str(out)],
+                check=True,
+                capture_output=True,
+                timeout=120,
+            )
+            ids[mode] = [json.loads(line)["test_id"] for line in out.read_text().splitlines()]
+        assert len(ids["floor"]) == 300
+        assert ids["floor"] == ids["ingest"], fmt
