@@ -38,6 +38,7 @@ patches its line.
 
 from __future__ import annotations
 
+import struct
 from array import array
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -127,7 +128,9 @@ class _Seen:
         if not new.keys().isdisjoint(done):
             line = min(new[fingerprint] or 0 for fingerprint in done if fingerprint in new)
             raise self._refuse(None, line or None)
-        done.extend(new)
+        # struct converts each int directly; array.extend parses each through
+        # PyArg_Parse (about 600 instructions per fingerprint against ~100).
+        done.frombytes(struct.pack(f"{len(new)}q", *new))
         new.clear()
 
 
