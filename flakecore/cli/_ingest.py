@@ -4,19 +4,23 @@ The only verb besides ``replay`` that needs the adapters extra; it imports it
 lazily so the rest of the CLI works without it.  Output goes to a temporary
 file first and reaches stdout (or ``--out``) only when every report was read:
 a report that turns out to be unusable halfway leaves nothing half-written.
+On a terminal, stderr shows the progress of each report (share read,
+attempts so far) on one line that the summary replaces.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import shutil
 import sys
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import IO, Any, BinaryIO, cast
 
 from flakecore.cli._common import die
 from flakecore.errors import UsageError
@@ -72,13 +76,77 @@ def _write(args: argparse.Namespace, out: BinaryIO, counts: Counter[str]) -> int
     iter_jsonl = cast(Callable[..., Iterable[bytes]], _adapters().iter_jsonl)
     if args.reports.count("-") > 1:
         raise UsageError("ingest: standard input (-) can be read only once")
-    for report in args.reports:
-        source: Any = sys.stdin.buffer if report == "-" else report
-        for chunk in iter_jsonl(
-            source, format=args.format, source_name=report, test_id=args.test_id, counts=counts
-        ):
-            out.write(chunk)
+    progress = _Progress(counts) if sys.stderr.isatty() else None
+    try:
+        for report in args.reports:
+            # Progress needs the read position, so the file is opened here; a
+            # file that does not open is left to the adapter, which names why.
+            stream = _open(report) if progress is not None else None
+            source: Any = stream or (sys.stdin.buffer if report == "-" else report)
+            try:
+                for chunk in iter_jsonl(
+                    source,
+                    format=args.format,
+                    source_name=report,
+                    test_id=args.test_id,
+                    counts=counts,
+                ):
+                    out.write(chunk)
+                    if progress is not None:
+                        progress.show(report, stream)
+                if progress is not None:
+                    progress.show(report, stream, final=True)
+            finally:
+                if stream is not None:
+                    stream.close()
+    finally:
+        if progress is not None:
+            progress.clear()
+    return _attempts(counts)
+
+
+def _attempts(counts: Counter[str]) -> int:
     return sum(v for k, v in counts.items() if k != "flagged")
+
+
+def _open(report: str) -> BinaryIO | None:
+    if report == "-":
+        return None
+    try:
+        return open(report, "rb")  # closed by _write
+    except OSError:
+        return None
+
+
+class _Progress:
+    """One line on a terminal: the report, how much of it was read, attempts so far."""
+
+    __slots__ = ("_counts", "_last", "_shown")
+    _EVERY_S = 0.5
+
+    def __init__(self, counts: Counter[str]) -> None:
+        self._counts = counts
+        self._last = -self._EVERY_S
+        self._shown = False
+
+    def show(self, report: str, stream: IO[bytes] | None, *, final: bool = False) -> None:
+        now = time.monotonic()
+        if not final and now - self._last < self._EVERY_S:
+            return
+        self._last = now
+        read = ""
+        if stream is not None and stream.seekable():
+            size = os.fstat(stream.fileno()).st_size
+            at = size if final else min(stream.tell(), size)
+            read = f"{at * 100 // size}% of {size / 1e6:.1f} MB, " if size else ""
+        sys.stderr.write(f"\ringest: {report}: {read}{_attempts(self._counts)} attempts\x1b[K")
+        sys.stderr.flush()
+        self._shown = True
+
+    def clear(self) -> None:
+        if self._shown:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -103,3 +106,64 @@ def test_errors(args: tuple[str, ...], code: int) -> None:
     assert out.returncode == code
     assert out.stdout == b""
     assert b"Traceback" not in out.stderr
+
+
+def _on_a_terminal(*args: str) -> tuple[subprocess.CompletedProcess[bytes], str]:
+    """Run ``flakecore ingest`` with stderr on a pseudo-terminal; returns what it showed."""
+    master, slave = pty.openpty()
+    shown: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # EIO: the terminal's other end closed
+                return
+            if not data:
+                return
+            shown.append(data)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    try:
+        run = subprocess.run(
+            [sys.executable, "-m", "flakecore", "ingest", *args],
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            check=False,
+            timeout=120,
+        )
+    finally:
+        os.close(slave)
+        reader.join(timeout=30)
+        os.close(master)
+    return run, b"".join(shown).decode()
+
+
+def test_progress_on_a_terminal_only(tmp_path: Path) -> None:
+    tap = tmp_path / "big.tap"
+    tap.write_bytes(b"".join(b"ok %d - t%d\n" % (i, i) for i in range(1, 5001)) + b"1..5000\n")
+    run_, terminal = _on_a_terminal(str(tap), str(SUREFIRE))
+    assert run_.returncode == 0
+    assert len(records(run_.stdout)) > 5000
+    # Each report ends at 100% with the attempts so far; the summary replaces the line.
+    assert f"\ringest: {tap}: 100% of 0.1 MB, 5000 attempts\x1b[K" in terminal
+    assert f"\ringest: {SUREFIRE}: 100% of " in terminal
+    assert "\r\x1b[Kingest: " in terminal
+    piped = run(str(tap))
+    assert piped.returncode == 0
+    assert b"\r" not in piped.stderr
+    assert piped.stderr.count(b"\n") == 1
+
+
+def test_progress_line_is_cleared_before_an_error(tmp_path: Path) -> None:
+    # Records are written (and progress shown) before the NUL far into the file is read.
+    bad = tmp_path / "bad.tap"
+    bad.write_bytes(b"".join(b"ok %d - t%d\n" % (i, i) for i in range(1, 60001)) + b"\x00\n")
+    run_, terminal = _on_a_terminal(str(bad))
+    assert run_.returncode == EXIT_DATAERR
+    assert run_.stdout == b""
+    before, _, error = terminal.partition("flakecore: ")
+    assert f"\ringest: {bad}: " in before
+    assert before.endswith("\r\x1b[K")  # the error starts on a wiped line
+    assert "NUL" in error
