@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import pty
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
+from terminal import run_on_a_terminal
 
 from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT, EXIT_USAGE
 
@@ -109,35 +107,7 @@ def test_errors(args: tuple[str, ...], code: int) -> None:
 
 
 def _on_a_terminal(*args: str) -> tuple[subprocess.CompletedProcess[bytes], str]:
-    """Run ``flakecore ingest`` with stderr on a pseudo-terminal; returns what it showed."""
-    master, slave = pty.openpty()
-    shown: list[bytes] = []
-
-    def drain() -> None:
-        while True:
-            try:
-                data = os.read(master, 4096)
-            except OSError:  # EIO: the terminal's other end closed
-                return
-            if not data:
-                return
-            shown.append(data)
-
-    reader = threading.Thread(target=drain)
-    reader.start()
-    try:
-        run = subprocess.run(
-            [sys.executable, "-m", "flakecore", "ingest", *args],
-            stdout=subprocess.PIPE,
-            stderr=slave,
-            check=False,
-            timeout=120,
-        )
-    finally:
-        os.close(slave)
-        reader.join(timeout=30)
-        os.close(master)
-    return run, b"".join(shown).decode()
+    return run_on_a_terminal([sys.executable, "-m", "flakecore", "ingest", *args])
 
 
 def test_progress_on_a_terminal_only(tmp_path: Path) -> None:

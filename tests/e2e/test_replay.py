@@ -10,15 +10,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pty
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
+from terminal import run_on_a_terminal
 
 from e2e.support import (
     EPOCH_LOCK,
@@ -489,37 +488,10 @@ def test_progress_only_on_a_terminal(repo: SampleRepo, tmp_path: Path) -> None:
     args = repo.replay_args(seed="3", out=tmp_path / "r.json", attempts=2)
     piped = repo.flakecore(*args)
     assert "attempt 1/2" not in piped.stderr
-    master, slave = pty.openpty()
-    chunks: list[bytes] = []
-
-    def drain() -> None:
-        while True:
-            try:
-                data = os.read(master, 4096)
-            except OSError:  # EIO: the terminal's other end closed
-                return
-            if not data:
-                return
-            chunks.append(data)
-
-    reader = threading.Thread(target=drain)
-    reader.start()
-    try:
-        run = subprocess.run(
-            [sys.executable, "-m", "flakecore", *args],
-            cwd=repo.path,
-            env=repo.env(),
-            stdout=subprocess.PIPE,
-            stderr=slave,
-            check=False,
-            timeout=120,
-        )
-    finally:
-        os.close(slave)
-        reader.join(timeout=30)
-        os.close(master)
+    run, terminal = run_on_a_terminal(
+        [sys.executable, "-m", "flakecore", *args], cwd=repo.path, env=repo.env()
+    )
     assert run.returncode == 0
-    terminal = b"".join(chunks).decode()
     assert "attempt 1/2 misses=1" in terminal
     assert "attempt 2/2 misses=2" in terminal
     assert json.loads(run.stdout)["code"] == "ACCEPT_PREEXISTING"
