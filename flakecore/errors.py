@@ -13,6 +13,7 @@ __all__ = [
     "FlakecoreError",
     "InputError",
     "LimitError",
+    "MissingExtra",
     "UsageError",
 ]
 
@@ -57,6 +58,21 @@ class LimitError(InputError):
 
 class UsageError(FlakecoreError, ValueError):
     """A caller asked for something that makes no sense (bad flag, bad policy value)."""
+
+
+class MissingExtra(FlakecoreError, ImportError):
+    """A feature needs an optional extra that is not installed; the message names the pip command.
+
+    The core imports its extras lazily, inside the one module that uses each,
+    so ``import flakecore`` works without them and only the feature fails.
+    """
+
+    def __init__(self, feature: str, extra: str) -> None:
+        self.feature = feature
+        self.extra = extra
+        super().__init__(
+            f"{feature} needs the optional '{extra}' extra: pip install 'flakecore[{extra}]'"
+        )
 
 
 def _one_line(text: str) -> str:
