@@ -19,7 +19,9 @@ import pytest
 
 import flakecore
 from flakecore import validation
+from flakecore.digest import canonical_json_sha256
 from flakecore.jsonio import load_object
+from flakecore.policy import PolicySource
 from flakecore.timeutil import parse_rfc3339
 
 REPO = Path(__file__).resolve().parents[2]
@@ -150,6 +152,18 @@ def test_valid_examples_are_what_the_library_emits() -> None:
     decision.pop("input")
     assert flakecore.admit(packet).to_json() == decision
     assert flakecore.freeze_record(packet) == _example("freeze-record-preexisting-flake.json")
+
+    sourced = _example("decision-admit-policy-from-base.json")
+    sourced.pop("input")
+    recorded = sourced["policy_source"]
+    assert isinstance(recorded, dict)
+    source = PolicySource(
+        revision=recorded["revision"],
+        path=recorded["path"],
+        sha256=canonical_json_sha256({"attempt_cap": 5, "min_base_misses": 1, "max_lease_days": 7}),
+        scored_tree_differs=True,
+    )
+    assert flakecore.admit(packet).with_policy_source(source).to_json() == sourced
 
     budget = _example("budget-packet-flake-candidate.json")
     row = _example("ledger-row-flake-candidate.json")

@@ -36,6 +36,8 @@ from flakecore import (
     validation,
 )
 from flakecore.exits import ADMIT_EXIT, BUDGET_EXIT, CLASSIFY_EXIT, DECIDE_EXIT
+from flakecore.gate.config import POLICY_KEYS
+from flakecore.policy import PolicySource
 from flakecore.records import (
     ADMIT_FIELDS,
     BUDGET_FIELDS,
@@ -248,7 +250,7 @@ def test_emitted_record_fields_are_what_the_core_writes() -> None:
     assert set(source) == {a.name for a in Source.__attrs_attrs__}
     summary = flakecore.reduce_logs([]).to_json()
     assert set(props("attempts-summary")) == set(summary)
-    decision = flakecore.classify({}, now=NOW).to_json()
+    decision = flakecore.classify({}, now=NOW).with_policy_source(PolicySource()).to_json()
     # The CLI adds where the packet came from and any input error; the verbs
     # that gather evidence themselves (replay, budget-run) add what they saw.
     cli = {"input", "error", "packet", "replay", "record"}
@@ -267,6 +269,8 @@ def test_enums_equal_the_core_enums() -> None:
     assert props("attempts-summary")["status"]["enum"] == values(LogStatus)
     assert list(props("attempts-summary")["results"]["properties"]) == values(AttemptResult)
     assert props("decision")["policy"]["enum"] == values(PolicyName)
+    overrides = props("decision")["policy_source"]["properties"]["overrides"]["items"]["enum"]
+    assert overrides == list(POLICY_KEYS)
     every = {c.value for e in (AdmitCode, DecideCode, BudgetCode, ClassifyClass) for c in e}
     assert set(props("decision")["code"]["enum"]) == every
     assert props("lease")["class"]["const"] == ClassifyClass.FLAKE.value
