@@ -206,16 +206,19 @@ def _globs(key: str, value: object) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _closed_table(value: object, name: str, known: tuple[str, ...]) -> Mapping[str, object]:
+    """``value`` as the table ``[name]``, holding no key outside ``known``."""
+    if not isinstance(value, Mapping):
+        raise UsageError(f"[{name}] must be a table")
+    unknown = sorted(k for k in value if k not in known)
+    if unknown:
+        raise UsageError(f"[{name}] unknown key {unknown[0]!r} (known: {', '.join(known)})")
+    return value
+
+
 def _trust(value: object) -> tuple[TrustedKey, ...]:
     """``[tool.flakecore.trust]``: only ``keys``, a table of key id -> ``ed25519:<hex>``."""
-    if not isinstance(value, Mapping):
-        raise UsageError("[tool.flakecore] trust must be a table ([tool.flakecore.trust])")
-    unknown = sorted(k for k in value if k not in _TRUST_KEYS)
-    if unknown:
-        raise UsageError(
-            f"[tool.flakecore.trust] unknown key {unknown[0]!r} (known: {', '.join(_TRUST_KEYS)})"
-        )
-    table = value.get("keys", {})
+    table = _closed_table(value, "tool.flakecore.trust", _TRUST_KEYS).get("keys", {})
     if not isinstance(table, Mapping):
         raise UsageError("[tool.flakecore.trust] keys must be a table of key id = 'ed25519:<hex>'")
     keys = sorted((TrustedKey.parse(k, v) for k, v in table.items()), key=lambda k: k.keyid)
@@ -242,13 +245,7 @@ def parse_table(
     ``path`` and ``revision`` say where the table was read; the source also
     records the table's canonical JSON digest.
     """
-    if not isinstance(table, Mapping):
-        raise UsageError("[tool.flakecore] must be a table")
-    unknown = sorted(k for k in table if k not in CONFIG_KEYS)
-    if unknown:
-        raise UsageError(
-            f"[tool.flakecore] unknown key {unknown[0]!r} (known: {', '.join(CONFIG_KEYS)})"
-        )
+    table = _closed_table(table, "tool.flakecore", CONFIG_KEYS)
     policy_values: dict[str, Any] = {}
     for key in POLICY_KEYS:
         if key in table:

@@ -33,14 +33,9 @@ __all__ = [
 
 #: Where the gate keeps the test's lease, relative to the repository top.
 LEASE_PATH = f".flakecore/leases/{record_file_name(TEST_ID)}"
-_GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.test",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.test",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-}
+#: No user or system configuration, and one identity for every commit.
+_GIT = ("git", "-c", "user.name=t", "-c", "user.email=t@example.test", "-c", "core.symlinks=true")
+_NO_CONFIG = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
 
 
 def lease_bytes(**changes: object) -> bytes:
@@ -61,12 +56,12 @@ class Checkout:
 
     def git(self, *args: str) -> str:
         done = subprocess.run(
-            ["git", *args],
+            [*_GIT, *args],
             cwd=self.top,
             capture_output=True,
             text=True,
             check=True,
-            env={**os.environ, **_GIT_ENV},
+            env={**os.environ, **_NO_CONFIG},
         )
         return done.stdout
 

@@ -29,7 +29,7 @@ def test_an_empty_trust_table_names_no_key() -> None:
 
 
 BAD = [
-    ("trust not a table", {"trust": "ci-local"}, "trust must be a table"),
+    ("trust not a table", {"trust": "ci-local"}, r"\[tool.flakecore.trust\] must be a table"),
     ("unknown key in trust", {"trust": {"keys": {}, "require": True}}, "unknown key 'require'"),
     ("keys not a table", {"trust": {"keys": [PUB_A]}}, "keys must be a table"),
     ("a key id with a space", {"trust": {"keys": {"ci local": PUB_A}}}, "key id"),
