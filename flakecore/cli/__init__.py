@@ -12,14 +12,37 @@ import argparse
 from collections.abc import Sequence
 
 from flakecore import __version__
-from flakecore.cli import _attempts, _gate, _ingest, _policies, _replay, _schemas
-from flakecore.cli._common import UsageArgumentParser, die, input_exit
+from flakecore.cli import (
+    _attempts,
+    _guard,
+    _ingest,
+    _lease,
+    _ledger,
+    _packet,
+    _policies,
+    _replay,
+    _runner_id,
+    _schemas,
+)
+from flakecore.cli._common import RecordWriteError, UsageArgumentParser, die, input_exit
 from flakecore.errors import InputError, UsageError
-from flakecore.exits import EXIT_IOERR, EXIT_NOINPUT, EXIT_SOFTWARE, EXIT_USAGE
+from flakecore.exits import EXIT_CANTCREAT, EXIT_IOERR, EXIT_NOINPUT, EXIT_SOFTWARE, EXIT_USAGE
 
 __all__ = ["build_parser", "main"]
 
-_VERBS = (_policies, _attempts, _ingest, _schemas, _replay, _gate)
+#: In the order ``--help`` lists them.
+_VERBS = (
+    _policies,
+    _attempts,
+    _ingest,
+    _schemas,
+    _replay,
+    _runner_id,
+    _packet,
+    _lease,
+    _ledger,
+    _guard,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,6 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.run(args))
     except UsageError as exc:
         return die(f"usage: {exc}", EXIT_USAGE)
+    except RecordWriteError as exc:
+        return die(str(exc), EXIT_CANTCREAT)
     except FileNotFoundError as exc:
         return die(f"{exc.filename}: no such file", EXIT_NOINPUT)
     except InputError as exc:

@@ -1,9 +1,10 @@
-"""Shared CLI plumbing: argument errors, packet input, decision output."""
+"""Shared CLI plumbing: argument errors, packet input, record writes, decision output."""
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from typing import IO, NoReturn
@@ -12,11 +13,13 @@ import attrs
 
 from flakecore.errors import InputError, UsageError
 from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT, EXIT_OK
+from flakecore.gate.ledger import atomic_write_bytes
 from flakecore.jsonio import MAX_DOCUMENT_BYTES, compact_line, load_object, read_file
 from flakecore.timeutil import parse_rfc3339
 
 __all__ = [
     "Packet",
+    "RecordWriteError",
     "UsageArgumentParser",
     "die",
     "first_failure",
@@ -24,6 +27,7 @@ __all__ = [
     "parse_now",
     "read_packets",
     "write_json_line",
+    "write_record",
 ]
 
 
@@ -39,6 +43,24 @@ def die(message: str, code: int) -> int:
     flat = " ".join(message.split())
     print(f"flakecore: {flat}", file=sys.stderr)
     return code
+
+
+class RecordWriteError(Exception):
+    """A record or output file could not be written or deleted (exit 73, never 0)."""
+
+    def __init__(self, path: str, why: str) -> None:
+        self.path = str(path)
+        super().__init__(f"{path}: cannot write: {why}")
+
+
+def write_record(path: str, data: bytes, *, make_dir: str | None = None) -> None:
+    """Write a record atomically; an OS error becomes :class:`RecordWriteError`."""
+    try:
+        if make_dir is not None:
+            os.makedirs(make_dir, exist_ok=True)
+        atomic_write_bytes(path, data)
+    except OSError as exc:
+        raise RecordWriteError(path, exc.strerror or str(exc)) from None
 
 
 @attrs.frozen
