@@ -23,9 +23,11 @@ __all__ = [
     "UsageArgumentParser",
     "die",
     "first_failure",
+    "flat",
     "input_exit",
     "parse_now",
     "read_packets",
+    "warn",
     "write_json_line",
     "write_record",
 ]
@@ -38,10 +40,19 @@ class UsageArgumentParser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
+def flat(text: str) -> str:
+    """One line of plain output: whitespace runs (newlines included) become one space."""
+    return " ".join(text.split())
+
+
+def warn(message: str) -> None:
+    """One line on stderr, ``flakecore: <message>`` (flattened: input cannot forge lines)."""
+    print(f"flakecore: {flat(message)}", file=sys.stderr, flush=True)
+
+
 def die(message: str, code: int) -> int:
     """Print one line on stderr and return ``code`` (for ``return die(...)``)."""
-    flat = " ".join(message.split())
-    print(f"flakecore: {flat}", file=sys.stderr)
+    warn(message)
     return code
 
 

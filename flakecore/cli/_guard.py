@@ -8,17 +8,15 @@ cannot say what the diff is.
 from __future__ import annotations
 
 import argparse
-import sys
 
-from flakecore.cli._common import write_json_line
+from flakecore.cli._common import flat
+from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import (
-    GithubOutput,
-    SummaryRow,
+    Output,
+    Result,
     add_config_arguments,
     add_output_arguments,
     config_from_args,
-    flat,
-    output_format,
 )
 from flakecore.exits import EXIT_GUARD_TRIPPED, EXIT_NOINPUT, EXIT_OK
 from flakecore.gate.guard import GitError, run_guard
@@ -52,7 +50,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    fmt = output_format(args)
+    out = Output.chosen(args, "flakecore guard")
     config = config_from_args(args, start=args.repo)
     fixture_globs = tuple(args.fixture_glob) if args.fixture_glob else config.fixture_globs
     ledger_globs = tuple(args.ledger_glob) if args.ledger_glob else config.effective_ledger_globs
@@ -62,24 +60,18 @@ def _run(args: argparse.Namespace) -> int:
         )
     except GitError as exc:
         message = f"guard: cannot read the diff: {exc}"
-        if fmt == "json":
-            write_json_line({"base": args.base, "tripped": None, "error": message})
-        elif fmt == "github":
-            gh = GithubOutput("flakecore guard")
-            gh.add(
-                SummaryRow(
-                    test="",
-                    policy="guard",
-                    code="GIT_FAILED",
-                    reason=message,
-                    evidence=args.repo,
-                    refused=True,
-                )
-            )
-            return gh.finish(EXIT_NOINPUT)
-        else:
-            print(f"flakecore: {flat(message)}", file=sys.stderr)
-        return EXIT_NOINPUT
+        row = SummaryRow(
+            test="",
+            policy="guard",
+            code="GIT_FAILED",
+            exit=EXIT_NOINPUT,
+            reason=message,
+            evidence=args.repo,
+            refused=True,
+        )
+        record = {"base": args.base, "tripped": None, "error": message}
+        out.emit(Result(json=record, stderr=[message], row=row))
+        return out.finish(EXIT_NOINPUT)
     exit_code = EXIT_GUARD_TRIPPED if result.tripped else EXIT_OK
     if result.tripped:
         reason = (
@@ -94,23 +86,15 @@ def _run(args: argparse.Namespace) -> int:
             f"{len(result.paths)} changed paths: {len(result.fixture_paths)} fixture/oracle/test, "
             f"{len(result.ledger_paths)} ledger/lease"
         )
-    if fmt == "json":
-        out = result.to_json()
-        out["exit"] = exit_code
-        write_json_line(out)
-    elif fmt == "github":
-        gh = GithubOutput("flakecore guard")
-        gh.add(
-            SummaryRow(
-                test="",
-                policy="guard",
-                code="TRIPPED" if result.tripped else "OK",
-                reason=reason,
-                evidence=f"git diff {args.base}...HEAD",
-                refused=result.tripped,
-            )
-        )
-        return gh.finish(exit_code)
-    else:
-        print(f"guard: {'TRIPPED' if result.tripped else 'ok'} -- {flat(reason)}")
-    return exit_code
+    row = SummaryRow(
+        test="",
+        policy="guard",
+        code="TRIPPED" if result.tripped else "OK",
+        exit=exit_code,
+        reason=reason,
+        evidence=f"git diff {args.base}...HEAD",
+        refused=result.tripped,
+    )
+    text = f"guard: {'TRIPPED' if result.tripped else 'ok'} -- {flat(reason)}"
+    out.emit(Result(json={**result.to_json(), "exit": exit_code}, text=[text], row=row))
+    return out.finish(exit_code)

@@ -12,19 +12,17 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
-import sys
 from collections.abc import Sequence
 
 from flakecore.classify import ClassifyDecision
-from flakecore.cli._common import parse_now, write_json_line, write_record
+from flakecore.cli._common import flat, parse_now, warn, write_record
+from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import (
-    GithubOutput,
-    SummaryRow,
+    Output,
+    Result,
     add_config_arguments,
     add_output_arguments,
     config_from_args,
-    flat,
-    output_format,
 )
 from flakecore.errors import InputError, UsageError
 from flakecore.exits import EXIT_INVALID_RECORDS, EXIT_LEASE_REFUSED, EXIT_NOINPUT, EXIT_OK
@@ -128,30 +126,13 @@ def _nonblank_or_none(value: str | None, flag: str) -> str | None:
     return value
 
 
-def _read_report(path: str) -> dict[str, object]:
-    return read_record(path)
-
-
-def _lease_row(
-    test_id: str, code: str, reasons: Sequence[str], evidence: str, refused: bool
-) -> SummaryRow:
-    return SummaryRow(
-        test=test_id,
-        policy="lease",
-        code=code,
-        reason="; ".join(reasons),
-        evidence=evidence,
-        refused=refused,
-    )
-
-
 def _run_open(args: argparse.Namespace) -> int:
-    fmt = output_format(args)
+    out = Output.chosen(args, "flakecore lease open")
     config = config_from_args(args)
     now = parse_now(args.now)
     patch_hash = _nonblank_or_none(args.patch_hash, "--patch-hash")
     oracle = _nonblank_or_none(args.oracle_version, "--oracle-version")
-    report = _read_report(args.report)
+    report = read_record(args.report)
     directory = args.dir or config.resolve(config.lease_dir)
     roles = Roles(
         replay_host=args.replay_host,
@@ -180,8 +161,8 @@ def _run_open(args: argparse.Namespace) -> int:
         exit_code = decision.exit_code
     else:
         exit_code = EXIT_LEASE_REFUSED
-    opened = exit_code == EXIT_OK
-    return _print_open(args, fmt, outcome.record, decision, reasons, path, opened, exit_code)
+    out.emit(_open_result(args, outcome.record, decision, reasons, path, exit_code))
+    return out.finish(exit_code)
 
 
 def _renewal_problems(path: str, record: dict[str, object]) -> list[str]:
@@ -201,52 +182,45 @@ def _renewal_problems(path: str, record: dict[str, object]) -> list[str]:
     return []
 
 
-def _print_open(  # noqa: PLR0917
+def _open_result(  # noqa: PLR0917
     args: argparse.Namespace,
-    fmt: str,
     record: dict[str, object] | None,
     decision: ClassifyDecision,
     reasons: Sequence[str],
     path: str,
-    opened: bool,
     exit_code: int,
-) -> int:
-    if fmt == "json":
-        write_json_line(
-            {
-                "test_id": args.test_id,
-                "opened": opened,
-                "exit": exit_code,
-                "path": path if opened else None,
-                "lease": record if opened else None,
-                "reasons": list(reasons),
-                "decision": {**decision.to_json(), "input": args.report},
-            }
-        )
-        return exit_code
-    if fmt == "github":
-        gh = GithubOutput("flakecore lease open")
-        gh.add(
-            _lease_row(
-                args.test_id,
-                "OPENED" if opened else "REFUSED",
-                [short_form(record)] if opened and record is not None else reasons,
-                path if opened else args.report,
-                refused=not opened,
-            ),
-            file=None if opened else args.report,
-        )
-        return gh.finish(exit_code)
+) -> Result:
+    opened = exit_code == EXIT_OK and record is not None
+    data = {
+        "test_id": args.test_id,
+        "opened": opened,
+        "exit": exit_code,
+        "path": path if opened else None,
+        "lease": record if opened else None,
+        "reasons": list(reasons),
+        "decision": {**decision.to_json(), "input": args.report},
+    }
     if opened and record is not None:
-        print(f"lease: wrote {path}")
-        print(short_form(record))
+        text = [f"lease: wrote {path}", short_form(record)]
+        why, evidence = short_form(record), path
     else:
-        print(f"lease: refused (exit={exit_code}) -- {flat('; '.join(reasons))}")
-    return exit_code
+        why, evidence = "; ".join(reasons), args.report
+        text = [f"lease: refused (exit={exit_code}) -- {flat(why)}"]
+    row = SummaryRow(
+        test=args.test_id,
+        policy="lease",
+        code="OPENED" if opened else "REFUSED",
+        exit=exit_code,
+        reason=why,
+        evidence=evidence,
+        refused=not opened,
+        file=None if opened else args.report,
+    )
+    return Result(json=data, text=text, row=row)
 
 
 def _run_show(args: argparse.Namespace) -> int:
-    fmt = output_format(args)
+    out = Output.chosen(args, "flakecore lease show")
     config = config_from_args(args)
     now = parse_now(args.now)
     record = read_record(args.file)
@@ -258,31 +232,25 @@ def _run_show(args: argparse.Namespace) -> int:
         oracle_version=args.oracle_version,
     )
     exit_code = EXIT_INVALID_RECORDS if problems else EXIT_OK
-    if fmt == "json":
-        write_json_line(record)
-    elif fmt == "github":
-        gh = GithubOutput("flakecore lease show")
-        test = record.get("test_id")
-        gh.add(
-            _lease_row(
-                test if isinstance(test, str) else "",
-                "INVALID" if problems else "VALID",
-                problems or [short_form(record)],
-                args.file,
-                refused=bool(problems),
-            ),
-            file=args.file,
-        )
-        return gh.finish(exit_code)
-    else:
-        print(short_form(record))
+    test = record.get("test_id")
+    row = SummaryRow(
+        test=test if isinstance(test, str) else "",
+        policy="lease",
+        code="INVALID" if problems else "VALID",
+        exit=exit_code,
+        reason="; ".join(problems) if problems else short_form(record),
+        evidence=args.file,
+        refused=bool(problems),
+        file=args.file,
+    )
+    out.emit(Result(json=record, text=[short_form(record)], row=row))
     for problem in problems:
-        print(f"flakecore: {args.file}: invalid: {flat(problem)}", file=sys.stderr)
-    return exit_code
+        warn(f"{args.file}: invalid: {problem}")
+    return out.finish(exit_code)
 
 
 def _run_check(args: argparse.Namespace) -> int:
-    fmt = output_format(args)
+    out = Output.chosen(args, "flakecore lease check")
     config = config_from_args(args)
     now = parse_now(args.now)
     patch_hash = _nonblank_or_none(args.patch_hash, "--patch-hash")
@@ -297,8 +265,7 @@ def _run_check(args: argparse.Namespace) -> int:
     unreadable: list[InputError] = []
     for target, explicit in targets:
         if not explicit and not os.path.exists(target):
-            if fmt == "text":
-                print(f"lease check: {target}: no such directory (no records)", file=sys.stderr)
+            out.emit(Result(stderr=[f"lease check: {target}: no such directory (no records)"]))
             continue
         try:
             checks += _check_target(target, now, config, patch_hash, oracle)
@@ -311,7 +278,9 @@ def _run_check(args: argparse.Namespace) -> int:
         exit_code = EXIT_INVALID_RECORDS
     else:
         exit_code = EXIT_OK
-    return _print_check(fmt, checks, unreadable, exit_code)
+    for result in _check_results(checks, unreadable, exit_code):
+        out.emit(result)
+    return out.finish(exit_code)
 
 
 def _check_target(
@@ -343,68 +312,62 @@ def _check_target(
     ]
 
 
-def _print_check(
-    fmt: str, checks: Sequence[RecordCheck], unreadable: Sequence[InputError], exit_code: int
-) -> int:
-    bad = [c for c in checks if not c.valid]
-    if fmt == "json":
-        for error in unreadable:
-            write_json_line(
-                {
-                    "file": error.source,
-                    "kind": "directory",
-                    "test_id": None,
-                    "valid": False,
-                    "problems": [str(error)],
-                }
-            )
-        for check in checks:
-            write_json_line(check.to_json())
-        return exit_code
-    if fmt == "github":
-        gh = GithubOutput("flakecore lease check")
-        for error in unreadable:
-            gh.add(
-                SummaryRow(
-                    test="",
-                    policy="lease-check",
-                    code="UNREADABLE",
-                    reason=str(error),
-                    evidence=error.source,
-                    refused=True,
-                )
-            )
-        for check in bad:
-            gh.add(
-                SummaryRow(
-                    test=check.test_id or "",
-                    policy=f"lease-check {check.kind}",
-                    code="INVALID",
-                    reason="; ".join(check.problems),
-                    evidence=check.path,
-                    refused=True,
-                ),
+def _check_results(
+    checks: Sequence[RecordCheck], unreadable: Sequence[InputError], exit_code: int
+) -> list[Result]:
+    """Each unreadable target and each record; then the text summary (or GitHub's all-valid row)."""
+    results = [
+        Result(
+            json={
+                "file": error.source,
+                "kind": "directory",
+                "test_id": None,
+                "valid": False,
+                "problems": [str(error)],
+            },
+            text=[flat(str(error))],
+            row=SummaryRow(
+                test="",
+                policy="lease-check",
+                code="UNREADABLE",
+                exit=EXIT_NOINPUT,
+                reason=str(error),
+                evidence=error.source,
+                refused=True,
+            ),
+        )
+        for error in unreadable
+    ]
+    for check in checks:
+        bad = None
+        if not check.valid:
+            why = "; ".join(check.problems)
+            text = [f"{check.path}: invalid {check.kind}: {flat(why)}"]
+            bad = SummaryRow(
+                test=check.test_id or "",
+                policy=f"lease-check {check.kind}",
+                code="INVALID",
+                exit=EXIT_INVALID_RECORDS,
+                reason=why,
+                evidence=check.path,
+                refused=True,
                 file=check.path,
             )
-        if not bad and not unreadable:
-            gh.add(
-                SummaryRow(
-                    test="",
-                    policy="lease-check",
-                    code="VALID",
-                    reason=f"{len(checks)} records valid",
-                    evidence="",
-                    refused=False,
-                )
-            )
-        return gh.finish(exit_code)
-    for error in unreadable:
-        print(f"{flat(str(error))}")
-    for check in bad:
-        print(f"{check.path}: invalid {check.kind}: {flat('; '.join(check.problems))}")
-    print(
-        f"lease check: {len(checks)} records, {len(bad)} invalid"
+        results.append(Result(json=check.to_json(), text=text if bad else (), row=bad))
+    invalid = sum(not c.valid for c in checks)
+    valid_row = SummaryRow(
+        test="",
+        policy="lease-check",
+        code="VALID",
+        exit=EXIT_OK,
+        reason=f"{len(checks)} records valid",
+        evidence="",
+        refused=False,
+    )
+    summary = (
+        f"lease check: {len(checks)} records, {invalid} invalid"
         + (f", {len(unreadable)} unreadable" if unreadable else "")
         + f" (exit={exit_code})"
     )
-    return exit_code
+    results.append(Result(text=[summary], row=None if invalid or unreadable else valid_row))
+    return results

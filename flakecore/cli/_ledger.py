@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import sys
 
-from flakecore.cli._common import RecordWriteError, first_failure, parse_now, write_json_line
+from flakecore.cli._common import RecordWriteError, first_failure, flat, input_exit, parse_now
+from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import (
-    GithubOutput,
-    SummaryRow,
+    Output,
+    Result,
     add_config_arguments,
     add_output_arguments,
     config_from_args,
-    flat,
-    output_format,
 )
 from flakecore.errors import InputError, UsageError
-from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT, EXIT_OK
+from flakecore.exits import EXIT_OK
 from flakecore.gate.ledger import apply_budget, read_record, utc_today
 
 __all__ = ["register"]
@@ -73,21 +71,17 @@ def _today(args: argparse.Namespace) -> dt.date:
 
 
 def _run_apply(args: argparse.Namespace) -> int:
-    fmt = output_format(args)
+    out = Output.chosen(args, "flakecore ledger apply")
     config = config_from_args(args)
     today = _today(args)
     directory = args.dir or config.resolve(config.ledger_dir)
-    gh = GithubOutput("flakecore ledger apply") if fmt == "github" else None
     exits: list[int] = []
     for path in args.packets:
         try:
             packet = read_record(path)
         except InputError as exc:
-            code = (
-                EXIT_NOINPUT if exc.message.startswith(("no such", "cannot read")) else EXIT_DATAERR
-            )
-            exits.append(code)
-            _print_unreadable_packet(fmt, gh, path, exc, code)
+            exits.append(input_exit(exc))
+            out.emit(_unreadable(path, exc, exits[-1]))
             continue
         try:
             action = apply_budget(directory, packet, today=today, policy=config.policy)
@@ -97,62 +91,47 @@ def _run_apply(args: argparse.Namespace) -> int:
         if action.action == "refused":
             code = 1
         exits.append(code)
-        if fmt == "json":
-            out = action.to_json()
-            out["input"] = path
-            out["exit"] = code
-            write_json_line(out)
-        elif gh is not None:
-            gh.add(
-                SummaryRow(
-                    test=action.test_id or "",
-                    policy="budget",
-                    code=action.decision.code.value,
-                    reason="; ".join(
-                        (*action.decision.reasons, f"ledger {action.action}: {action.note}")
-                    ),
-                    evidence=path,
-                    refused=code != EXIT_OK,
-                ),
-                file=path,
-            )
-        else:
-            target = f" {action.path}" if action.path and action.action != "untouched" else ""
-            print(
-                f"{path}: exit={code} budget={action.decision.code.value} "
-                f"ledger={action.action}{target} -- {flat(action.note)}"
-            )
-    exit_code = first_failure(exits)
-    return gh.finish(exit_code) if gh is not None else exit_code
-
-
-def _print_unreadable_packet(
-    fmt: str, gh: GithubOutput | None, path: str, error: InputError, code: int
-) -> None:
-    if fmt == "json":
-        write_json_line(
-            {
-                "test_id": None,
-                "action": "untouched",
-                "path": None,
-                "row": None,
-                "note": "ledger untouched: the packet cannot be read",
-                "input": path,
-                "exit": code,
-                "error": str(error),
-            }
+        target = f" {action.path}" if action.path and action.action != "untouched" else ""
+        text = (
+            f"{path}: exit={code} budget={action.decision.code.value} "
+            f"ledger={action.action}{target} -- {flat(action.note)}"
         )
-    elif gh is not None:
-        gh.add(
-            SummaryRow(
-                test="",
-                policy="budget",
-                code="INSUFFICIENT_BUDGET",
-                reason=str(error),
-                evidence=path,
-                refused=True,
-            ),
+        row = SummaryRow(
+            test=action.test_id or "",
+            policy="budget",
+            code=action.decision.code.value,
+            exit=code,
+            reason="; ".join((*action.decision.reasons, f"ledger {action.action}: {action.note}")),
+            evidence=path,
+            refused=code != EXIT_OK,
             file=path,
         )
-    else:
-        print(f"flakecore: {flat(str(error))} (ledger untouched)", file=sys.stderr)
+        out.emit(
+            Result(json={**action.to_json(), "input": path, "exit": code}, text=[text], row=row)
+        )
+    return out.finish(first_failure(exits))
+
+
+def _unreadable(path: str, error: InputError, code: int) -> Result:
+    """A packet that cannot be read: a refusal row, and the ledger left untouched."""
+    record = {
+        "test_id": None,
+        "action": "untouched",
+        "path": None,
+        "row": None,
+        "note": "ledger untouched: the packet cannot be read",
+        "input": path,
+        "exit": code,
+        "error": str(error),
+    }
+    row = SummaryRow(
+        test="",
+        policy="budget",
+        code="INSUFFICIENT_BUDGET",
+        exit=code,
+        reason=str(error),
+        evidence=path,
+        refused=True,
+        file=path,
+    )
+    return Result(json=record, stderr=[f"{error} (ledger untouched)"], row=row)

@@ -7,17 +7,16 @@ other run, so ``decide`` refuses what the records do not show.
 from __future__ import annotations
 
 import argparse
-import sys
 
-from flakecore.cli._common import write_json_line, write_record
+from flakecore.cli._common import flat, warn, write_record
+from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import (
-    GithubOutput,
-    SummaryRow,
+    Output,
+    Result,
     add_config_arguments,
     add_output_arguments,
     config_from_args,
-    flat,
-    output_format,
+    reason_text,
 )
 from flakecore.decide import decide
 from flakecore.errors import InputError
@@ -67,7 +66,7 @@ def _read_run(path: str, args: argparse.Namespace) -> dict[str, object]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    fmt = output_format(args)
+    out = Output.chosen(args, "flakecore packet")
     config = config_from_args(args)
     local = _read_run(args.local, args)
     clean = _read_run(args.clean, args)
@@ -81,38 +80,25 @@ def _run(args: argparse.Namespace) -> int:
     if args.out:
         write_record(args.out, record_bytes(assembly.packet))
     for field, why in assembly.omitted:
-        print(f"flakecore: packet: left out {field}: {why}", file=sys.stderr)
-    decision = decide(assembly.packet, policy=config.policy) if args.decide else None
-    if fmt == "json":
-        out = assembly.to_json()
-        out["out"] = args.out
-        if decision is not None:
-            out["decision"] = {**decision.to_json(), "input": args.out or "packet"}
-        write_json_line(out)
-    elif fmt == "github":
-        gh = GithubOutput("flakecore packet")
-        if decision is not None:
-            gh.add(
-                SummaryRow(
-                    test=args.test_id,
-                    policy="decide",
-                    code=decision.code.value,
-                    reason="; ".join(decision.reasons),
-                    evidence=args.out or f"{args.local}, {args.clean}",
-                    refused=not decision.accepted,
-                ),
-                file=args.out,
-            )
-        return gh.finish(decision.exit_code if decision is not None else EXIT_OK)
-    else:
-        if args.out:
-            print(f"packet: wrote {args.out}")
-        else:
-            sys.stdout.buffer.write(record_bytes(assembly.packet))
-        if decision is not None:
-            print(
-                f"exit={decision.exit_code} decide={decision.code.value} -- "
-                + flat("; ".join(decision.reasons))
-            )
-    sys.stdout.flush()
-    return decision.exit_code if decision is not None else EXIT_OK
+        warn(f"packet: left out {field}: {why}")
+    record = {**assembly.to_json(), "out": args.out}
+    written = f"packet: wrote {args.out}" if args.out else record_bytes(assembly.packet).decode()
+    if not args.decide:
+        out.emit(Result(json=record, text=[written.rstrip("\n")]))
+        return out.finish(EXIT_OK)
+    decision = decide(assembly.packet, policy=config.policy)
+    reasons = reason_text(decision)
+    record["decision"] = {**decision.to_json(), "input": args.out or "packet"}
+    line = f"exit={decision.exit_code} decide={decision.code.value} -- {flat(reasons)}"
+    row = SummaryRow(
+        test=args.test_id,
+        policy="decide",
+        code=decision.code.value,
+        exit=decision.exit_code,
+        reason=reasons,
+        evidence=args.out or f"{args.local}, {args.clean}",
+        refused=not decision.accepted,
+        file=args.out,
+    )
+    out.emit(Result(json=record, text=[written.rstrip("\n"), line], row=row))
+    return out.finish(decision.exit_code)

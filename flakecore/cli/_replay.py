@@ -19,13 +19,16 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, cast
 
-from flakecore.cli._common import die, write_json_line
+from flakecore.cli._common import die
+from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import (
-    GithubOutput,
-    SummaryRow,
+    Output,
+    Result,
     add_config_arguments,
     config_from_args,
+    reason_text,
 )
+from flakecore.decision import Decision
 from flakecore.errors import UsageError
 from flakecore.evidence import Attempt
 from flakecore.exits import EXIT_CANTCREAT, EXIT_IOERR, EXIT_SOFTWARE
@@ -238,21 +241,22 @@ def _github_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _finish(args: argparse.Namespace, verb: str, test: str, evidence: str, decision: Any) -> int:
-    """The exit code, after the GitHub annotation and summary row when ``--github``."""
-    if not args.github:
-        return int(decision.exit_code)
-    github = GithubOutput(f"flakecore {verb}")
-    row = SummaryRow(
+def _output(args: argparse.Namespace, verb: str) -> Output:
+    """``--json`` or text, and with ``--github`` also the annotation and the summary row."""
+    forms = ["json" if args.json else "text"] + (["github"] if args.github else [])
+    return Output(f"flakecore {verb}", *forms)
+
+
+def _row(test: str, evidence: str, decision: Decision[Any]) -> SummaryRow:
+    return SummaryRow(
         test=test,
         policy=decision.policy.value,
         code=decision.code.value,
-        reason="; ".join(decision.reasons),
+        exit=decision.exit_code,
+        reason=reason_text(decision),
         evidence=evidence,
         refused=not decision.accepted,
     )
-    github.add(row)
-    return github.finish(int(decision.exit_code))
 
 
 def _run_replay(args: argparse.Namespace) -> int:
@@ -305,19 +309,23 @@ def _run_replay(args: argparse.Namespace) -> int:
     except OSError as exc:
         return die(f"{exc.filename or out}: I/O error: {exc.strerror}", EXIT_IOERR)
     decision = outcome.decision
-    if args.json:
-        write_json_line({**decision.to_json(), "input": "replay", **outcome.to_json()})
-    else:
-        runs = outcome.attempts
-        misses = sum(r.result.value == "miss" for r in runs)
-        line = (
-            f"exit={decision.exit_code} admit={decision.code.value} "
-            f"base_misses={misses}/{len(runs)} -- " + "; ".join(decision.reasons)
+    runs = outcome.attempts
+    misses = sum(r.result.value == "miss" for r in runs)
+    text = [
+        f"exit={decision.exit_code} admit={decision.code.value} "
+        f"base_misses={misses}/{len(runs)} -- {reason_text(decision)}"
+    ]
+    if outcome.freeze is not None:
+        text.append(f"freeze record: {out}")
+    output = _output(args, "replay")
+    output.emit(
+        Result(
+            json={**decision.to_json(), "input": "replay", **outcome.to_json()},
+            text=text,
+            row=_row(args.test_id or args.property_file, args.out, decision),
         )
-        print(line, flush=True)
-        if outcome.freeze is not None:
-            print(f"freeze record: {out}", flush=True)
-    return _finish(args, "replay", args.test_id or args.property_file, args.out, decision)
+    )
+    return output.finish(decision.exit_code)
 
 
 def _run_budget(args: argparse.Namespace) -> int:
@@ -351,19 +359,18 @@ def _run_budget(args: argparse.Namespace) -> int:
     except OSError as exc:
         return die(f"{exc.filename or out}: I/O error: {exc.strerror}", EXIT_IOERR)
     decision = outcome.decision
-    if args.json:
-        write_json_line(
-            {
+    line = f"exit={decision.exit_code} budget={decision.code.value} -- {reason_text(decision)}"
+    output = _output(args, "budget-run")
+    output.emit(
+        Result(
+            json={
                 **decision.to_json(),
                 "input": "budget-run",
                 "packet": outcome.packet,
                 "record": outcome.record,
-            }
+            },
+            text=[line],
+            row=_row(args.test_id, args.out, decision),
         )
-    else:
-        print(
-            f"exit={decision.exit_code} budget={decision.code.value} -- "
-            + "; ".join(decision.reasons),
-            flush=True,
-        )
-    return _finish(args, "budget-run", args.test_id, args.out, decision)
+    )
+    return output.finish(decision.exit_code)

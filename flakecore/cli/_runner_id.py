@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from flakecore.cli._common import write_json_line
-from flakecore.cli._output import add_output_arguments, output_format
+from flakecore.cli._output import Output, Result, add_output_arguments
 from flakecore.errors import UsageError
 from flakecore.exits import EXIT_OK
 from flakecore.identity import RunnerId
@@ -34,7 +33,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    fmt = output_format(args)
+    out = Output.chosen(args, "flakecore runner-id", github=False)
     image = args.image
     origin = "--image"
     if image is None:
@@ -44,15 +43,11 @@ def _run(args: argparse.Namespace) -> int:
         runner = RunnerId.fresh(image)
     except ValueError as exc:
         raise UsageError(f"{origin}: {exc}") from None
-    if fmt == "json":
-        write_json_line(
-            {
-                "runner_id": str(runner),
-                "image": runner.image,
-                "nonce": runner.nonce,
-                "containerized": runner.containerized,
-            }
-        )
-    else:
-        print(runner)
-    return EXIT_OK
+    record = {
+        "runner_id": str(runner),
+        "image": runner.image,
+        "nonce": runner.nonce,
+        "containerized": runner.containerized,
+    }
+    out.emit(Result(json=record, text=[str(runner)]))
+    return out.finish(EXIT_OK)
