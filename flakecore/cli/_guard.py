@@ -10,14 +10,9 @@ from __future__ import annotations
 import argparse
 
 from flakecore.cli._common import flat
+from flakecore.cli._config import add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
-from flakecore.cli._output import (
-    Output,
-    Result,
-    add_config_arguments,
-    add_output_arguments,
-    config_from_args,
-)
+from flakecore.cli._output import Output, Result, add_output_arguments
 from flakecore.exits import EXIT_GUARD_TRIPPED, EXIT_NOINPUT, EXIT_OK
 from flakecore.gate.guard import GitError, run_guard
 

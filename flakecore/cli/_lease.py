@@ -16,14 +16,9 @@ from collections.abc import Sequence
 
 from flakecore.classify import ClassifyDecision
 from flakecore.cli._common import flat, parse_now, warn, write_record
+from flakecore.cli._config import add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
-from flakecore.cli._output import (
-    Output,
-    Result,
-    add_config_arguments,
-    add_output_arguments,
-    config_from_args,
-)
+from flakecore.cli._output import Output, Result, add_output_arguments
 from flakecore.errors import InputError, UsageError
 from flakecore.exits import EXIT_INVALID_RECORDS, EXIT_LEASE_REFUSED, EXIT_NOINPUT, EXIT_OK
 from flakecore.gate.config import GateConfig

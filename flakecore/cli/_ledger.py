@@ -11,14 +11,9 @@ import argparse
 import datetime as dt
 
 from flakecore.cli._common import RecordWriteError, first_failure, flat, input_exit, parse_now
+from flakecore.cli._config import add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
-from flakecore.cli._output import (
-    Output,
-    Result,
-    add_config_arguments,
-    add_output_arguments,
-    config_from_args,
-)
+from flakecore.cli._output import Output, Result, add_output_arguments
 from flakecore.errors import InputError, UsageError
 from flakecore.exits import EXIT_OK
 from flakecore.gate.ledger import apply_budget, read_record, utc_today

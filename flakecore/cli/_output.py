@@ -7,10 +7,6 @@ Actions annotations plus a step-summary table (:mod:`flakecore.cli._github`).
 ``--json`` is the shorthand for ``--format json``.  Diagnostics that are not
 a result (a field left out, why a stored record is invalid) go to stderr in
 every format, through :func:`flakecore.cli._common.warn`.
-
-``--config PYPROJECT`` / ``--no-config`` choose the ``[tool.flakecore]``
-table (default: the nearest ``pyproject.toml``); ``--policy NAME=VALUE``
-overrides one policy number on top of it.
 """
 
 from __future__ import annotations
@@ -27,15 +23,12 @@ from flakecore.cli._github import SummaryRow, append_step_summary
 from flakecore.decision import Decision
 from flakecore.errors import UsageError
 from flakecore.exits import EXIT_IOERR, EXIT_OK
-from flakecore.gate.config import GateConfig, load_config, parse_policy_override
 
 __all__ = [
     "FORMATS",
     "Output",
     "Result",
-    "add_config_arguments",
     "add_output_arguments",
-    "config_from_args",
     "output_format",
     "reason_text",
 ]
@@ -65,40 +58,6 @@ def output_format(args: argparse.Namespace) -> str:
             raise UsageError(f"--json and --format {chosen} disagree")
         return "json"
     return str(chosen or "text")
-
-
-def add_config_arguments(parser: argparse.ArgumentParser, *, policy: bool = True) -> None:
-    """``--config``, ``--no-config`` and (with ``policy``) ``--policy NAME=VALUE``."""
-    group = parser.add_argument_group("configuration")
-    group.add_argument(
-        "--config",
-        metavar="PYPROJECT",
-        help="read [tool.flakecore] from this file (default: the nearest pyproject.toml)",
-    )
-    group.add_argument(
-        "--no-config", action="store_true", help="ignore pyproject.toml: defaults and flags only"
-    )
-    if policy:
-        group.add_argument(
-            "--policy",
-            dest="policy_overrides",
-            action="append",
-            default=[],
-            metavar="NAME=VALUE",
-            help="override one policy number, e.g. max_lease_days=7 (repeatable)",
-        )
-
-
-def config_from_args(args: argparse.Namespace, *, start: str = ".") -> GateConfig:
-    """The configuration file (unless ``--no-config``), then ``--policy`` overrides on top."""
-    if getattr(args, "no_config", False) and getattr(args, "config", None):
-        raise UsageError("--config and --no-config exclude each other")
-    if getattr(args, "no_config", False):
-        config = GateConfig()
-    else:
-        config = load_config(getattr(args, "config", None), start=start)
-    overrides = dict(parse_policy_override(t) for t in getattr(args, "policy_overrides", []))
-    return config.with_policy(overrides)
 
 
 def reason_text(decision: Decision[Any]) -> str:

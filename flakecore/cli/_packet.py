@@ -9,15 +9,9 @@ from __future__ import annotations
 import argparse
 
 from flakecore.cli._common import flat, warn, write_record
+from flakecore.cli._config import add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
-from flakecore.cli._output import (
-    Output,
-    Result,
-    add_config_arguments,
-    add_output_arguments,
-    config_from_args,
-    reason_text,
-)
+from flakecore.cli._output import Output, Result, add_output_arguments, reason_text
 from flakecore.decide import decide
 from flakecore.errors import InputError
 from flakecore.exits import EXIT_OK

@@ -11,15 +11,9 @@ from flakecore.admit import admit
 from flakecore.budget import budget
 from flakecore.classify import ClassifyDecision, classify
 from flakecore.cli._common import Packet, first_failure, parse_now, read_packets
+from flakecore.cli._config import add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
-from flakecore.cli._output import (
-    Output,
-    Result,
-    add_config_arguments,
-    add_output_arguments,
-    config_from_args,
-    reason_text,
-)
+from flakecore.cli._output import Output, Result, add_output_arguments, reason_text
 from flakecore.codes import AdmitCode, BudgetCode, ClassifyClass, DecideCode, PolicyName
 from flakecore.decide import decide
 from flakecore.decision import Decision

@@ -20,14 +20,9 @@ from pathlib import Path
 from typing import Any, cast
 
 from flakecore.cli._common import die
+from flakecore.cli._config import add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
-from flakecore.cli._output import (
-    Output,
-    Result,
-    add_config_arguments,
-    config_from_args,
-    reason_text,
-)
+from flakecore.cli._output import Output, Result, reason_text
 from flakecore.decision import Decision
 from flakecore.errors import UsageError
 from flakecore.evidence import Attempt
