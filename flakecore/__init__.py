@@ -35,7 +35,7 @@ from flakecore.codes import (
 from flakecore.decide import DecideDecision, decide
 from flakecore.decision import Decision
 from flakecore.digest import canonical_json_sha256, file_sha256, is_digest
-from flakecore.errors import FlakecoreError, InputError, LimitError, UsageError
+from flakecore.errors import FlakecoreError, InputError, LimitError, MissingExtra, UsageError
 from flakecore.evidence import Attempt, Source, blocking_flags
 from flakecore.identity import RunnerId, same_runner
 from flakecore.jsonio import load_object, loads_strict
@@ -73,6 +73,7 @@ __all__ = [
     "LimitError",
     "LogStatus",
     "LogSummary",
+    "MissingExtra",
     "Outcome",
     "Policy",
     "PolicyName",

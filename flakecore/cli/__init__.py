@@ -25,7 +25,7 @@ from flakecore.cli import (
     _schemas,
 )
 from flakecore.cli._common import RecordWriteError, UsageArgumentParser, die, input_exit
-from flakecore.errors import InputError, UsageError
+from flakecore.errors import InputError, MissingExtra, UsageError
 from flakecore.exits import EXIT_CANTCREAT, EXIT_IOERR, EXIT_NOINPUT, EXIT_SOFTWARE, EXIT_USAGE
 
 __all__ = ["build_parser", "main"]
@@ -79,6 +79,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return die(f"{exc.filename}: no such file", EXIT_NOINPUT)
     except InputError as exc:
         return die(str(exc), input_exit(exc))
+    except MissingExtra as exc:
+        return die(str(exc), EXIT_SOFTWARE)
     except KeyboardInterrupt:
         return die("interrupted", 130)
     except BrokenPipeError:

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib
 import os
 import sys
 from collections.abc import Iterator, Sequence
+from types import ModuleType
 from typing import IO, NoReturn
 
 import attrs
 
-from flakecore.errors import InputError, UsageError
+from flakecore.errors import InputError, MissingExtra, UsageError
 from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT, EXIT_OK
 from flakecore.gate.ledger import atomic_write_bytes
 from flakecore.jsonio import MAX_DOCUMENT_BYTES, compact_line, load_object, read_file
@@ -21,6 +23,7 @@ __all__ = [
     "Packet",
     "RecordWriteError",
     "UsageArgumentParser",
+    "adapters",
     "die",
     "first_failure",
     "flat",
@@ -72,6 +75,18 @@ def write_record(path: str, data: bytes, *, make_dir: str | None = None) -> None
         atomic_write_bytes(path, data)
     except OSError as exc:
         raise RecordWriteError(path, exc.strerror or str(exc)) from None
+
+
+def adapters(needed_by: str) -> ModuleType:
+    """``flakecore_adapters``, imported only by a verb that reads test reports.
+
+    The rest of the CLI works without the ``adapters`` extra; a verb that
+    needs it raises :class:`~flakecore.errors.MissingExtra` (exit 70).
+    """
+    try:
+        return importlib.import_module("flakecore_adapters")
+    except ImportError as exc:
+        raise MissingExtra("adapters", needed_by=needed_by, name=exc.name) from None
 
 
 @attrs.frozen

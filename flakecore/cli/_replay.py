@@ -10,7 +10,6 @@ Ctrl-C still removes the worktree before the process exits.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import shlex
 import subprocess
@@ -19,14 +18,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, cast
 
-from flakecore.cli._common import die
+from flakecore.cli._common import adapters, die
 from flakecore.cli._config import add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, reason_text
 from flakecore.decision import Decision
 from flakecore.errors import UsageError
 from flakecore.evidence import Attempt
-from flakecore.exits import EXIT_CANTCREAT, EXIT_IOERR, EXIT_SOFTWARE
+from flakecore.exits import EXIT_CANTCREAT, EXIT_IOERR
 from flakecore.gate._runtime import Terminated, remove_file, signals_raise
 from flakecore.gate.replay import (
     ExitStatusJudge,
@@ -193,22 +192,13 @@ def _output_fd() -> int:
 _IterAttempts = Callable[..., Iterable[Attempt]]
 
 
-class _MissingExtra(Exception):
-    """``--report`` without the adapters installed (exit 70, like a missing schemas extra)."""
-
-
 def _report_judge(args: argparse.Namespace) -> ReportJudge:
     if args.test_id is None:
         raise UsageError("replay: --report needs --test-id (the one test to read from it)")
-    try:
-        adapters = importlib.import_module("flakecore_adapters")
-    except ImportError as exc:
-        raise _MissingExtra(
-            f"replay: --report needs the adapters (pip install 'flakecore[adapters]'): {exc}"
-        ) from None
-    iter_attempts = cast(_IterAttempts, adapters.iter_attempts)
+    module = adapters("replay --report")
+    iter_attempts = cast(_IterAttempts, module.iter_attempts)
     fmt, report, test_id = args.format, args.report, args.test_id
-    formats = tuple(getattr(adapters, "FORMATS", ()))
+    formats = tuple(getattr(module, "FORMATS", ()))
     if fmt != "auto" and fmt not in formats:
         raise UsageError(f"replay: --format {fmt!r}: expected auto or one of {', '.join(formats)}")
 
@@ -261,10 +251,7 @@ def _run_replay(args: argparse.Namespace) -> int:
     remove_file(out)
     judge: Judge
     if args.report is not None:
-        try:
-            judge = _report_judge(args)
-        except _MissingExtra as exc:
-            return die(str(exc), EXIT_SOFTWARE)
+        judge = _report_judge(args)
     else:
         judge = ExitStatusJudge(_miss_codes(args.miss_exit_codes))
     request = ReplayRequest(

@@ -153,7 +153,7 @@ def _check(
 def _run_validate(args: argparse.Namespace) -> int:
     try:
         return _validate_files(args)
-    except (ImportError, validation.SchemasMissingError) as exc:
+    except validation.SchemasMissingError as exc:
         return die(str(exc), EXIT_SOFTWARE)
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from packets import NOW_TEXT, admit_packet, budget_packet, classify_report, decide_packet
 
-from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT, EXIT_USAGE
+from flakecore.errors import FlakecoreError, MissingExtra
+from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT, EXIT_SOFTWARE, EXIT_USAGE
 
 
 def run(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
@@ -197,3 +198,50 @@ def test_help_and_version() -> None:
         assert verb in out.stdout
     assert b"64 usage error" in b" ".join(run("admit", "--help").stdout.split())
     assert run("--version").stdout.startswith(b"flakecore ")
+
+
+def _without_adapters(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    code = (
+        "import sys; sys.modules['flakecore_adapters'] = None; "
+        f"from flakecore.cli import main; raise SystemExit(main({list(args)!r}))"
+    )
+    return subprocess.run(
+        [sys.executable, "-I", "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("ingest", "-"),
+        ("replay", "--base", "HEAD", "--seed", "1", "--property-file", "p", "--epoch-lock", "e",
+         "--claimed-epoch", "d", "--patch-misses", "1", "--out", "f.json", "--no-config",
+         "--report", "r.xml", "--test-id", "t", "--", "true"),
+    ],
+)  # fmt: skip
+def test_a_missing_adapters_extra_exits_70_with_one_line(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    out = _without_adapters(tmp_path, *args)
+    assert out.returncode == EXIT_SOFTWARE
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+    assert f"flakecore: {args[0]}" in out.stderr
+    assert "needs the optional 'adapters' extra" in out.stderr
+    assert "pip install 'flakecore[adapters]'" in out.stderr
+    # The verbs that need no adapters still work without them.
+    report = dump(tmp_path, "c.json", classify_report())
+    assert _without_adapters(tmp_path, "classify", report, "--now", NOW_TEXT).returncode == 4
+
+
+def test_missing_extra_is_one_import_error() -> None:
+    error = MissingExtra("schemas", needed_by="validate", name="jsonschema")
+    assert isinstance(error, ImportError) and isinstance(error, FlakecoreError)
+    assert (error.extra, error.name) == ("schemas", "jsonschema")
+    assert str(error) == (
+        "validate needs the optional 'schemas' extra (jsonschema is not installed): "
+        "pip install 'flakecore[schemas]'"
+    )
