@@ -77,16 +77,24 @@ def write_record(path: str, data: bytes, *, make_dir: str | None = None) -> None
         raise RecordWriteError(path, exc.strerror or str(exc)) from None
 
 
-def adapters(needed_by: str) -> ModuleType:
+def adapters(needed_by: str, *, report_format: str = "auto") -> ModuleType:
     """``flakecore_adapters``, imported only by a verb that reads test reports.
 
     The rest of the CLI works without the ``adapters`` extra; a verb that
-    needs it raises :class:`~flakecore.errors.MissingExtra` (exit 70).
+    needs it raises :class:`~flakecore.errors.MissingExtra` (exit 70).  A
+    ``report_format`` other than ``auto`` must be in the adapters' format
+    registry (a usage error naming them otherwise), checked before any work.
     """
     try:
-        return importlib.import_module("flakecore_adapters")
+        module = importlib.import_module("flakecore_adapters")
     except ImportError as exc:
         raise MissingExtra("adapters", needed_by=needed_by, name=exc.name) from None
+    if report_format != "auto":
+        try:
+            module.report_format(report_format)
+        except UsageError as exc:
+            raise UsageError(f"{needed_by}: --format: {exc}") from None
+    return module
 
 
 @attrs.frozen

@@ -28,8 +28,6 @@ from flakecore.gate._runtime import atomic_file
 
 __all__ = ["register"]
 
-_FORMATS = ("auto", "junit", "pytest-json", "pytest-reportlog", "tap")
-
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``ingest`` verb."""
@@ -47,7 +45,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ),
     )
     parser.add_argument("reports", nargs="+", metavar="FILE", help="report file, or - for stdin")
-    parser.add_argument("--format", choices=_FORMATS, default="auto", help="default: auto")
+    parser.add_argument(
+        "--format",
+        default="auto",
+        metavar="FORMAT",
+        help="report format: auto (the default: from the content) or a name the adapters "
+        "register (junit, pytest-json, ...: see docs/adapters.md)",
+    )
     parser.add_argument("--test-id", metavar="ID", help="keep only this test's attempts")
     parser.add_argument("--out", metavar="FILE", help="write here (atomically) instead of stdout")
     parser.set_defaults(run=_run)
@@ -136,7 +140,7 @@ class _Progress:
 
 
 def _run(args: argparse.Namespace) -> int:
-    adapters("ingest")  # before anything is written
+    adapters("ingest", report_format=args.format)  # before anything is written
     counts: Counter[str] = Counter()
     if args.out is not None:
         with atomic_file(Path(args.out)) as fh:

@@ -195,12 +195,9 @@ _IterAttempts = Callable[..., Iterable[Attempt]]
 def _report_judge(args: argparse.Namespace) -> ReportJudge:
     if args.test_id is None:
         raise UsageError("replay: --report needs --test-id (the one test to read from it)")
-    module = adapters("replay --report")
+    module = adapters("replay --report", report_format=args.format)
     iter_attempts = cast(_IterAttempts, module.iter_attempts)
     fmt, report, test_id = args.format, args.report, args.test_id
-    formats = tuple(getattr(module, "FORMATS", ()))
-    if fmt != "auto" and fmt not in formats:
-        raise UsageError(f"replay: --format {fmt!r}: expected auto or one of {', '.join(formats)}")
 
     def read(path: Path) -> Iterable[Attempt]:
         return iter_attempts(os.fspath(path), format=fmt, source_name=report, test_id=test_id)
