@@ -24,7 +24,7 @@ from typing import IO, Any, BinaryIO, cast
 from flakecore.cli._common import adapters, die
 from flakecore.errors import UsageError
 from flakecore.exits import EXIT_DATAERR, EXIT_OK
-from flakecore.gate._runtime import atomic_file
+from flakecore.gate.runtime import atomic_file
 
 __all__ = ["register"]
 

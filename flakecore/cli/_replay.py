@@ -26,7 +26,6 @@ from flakecore.decision import Decision
 from flakecore.errors import UsageError
 from flakecore.evidence import Attempt
 from flakecore.exits import EXIT_CANTCREAT, EXIT_IOERR
-from flakecore.gate._runtime import Terminated, remove_file, signals_raise
 from flakecore.gate.replay import (
     ExitStatusJudge,
     Judge,
@@ -34,6 +33,7 @@ from flakecore.gate.replay import (
     ReportJudge,
     run_replay,
 )
+from flakecore.gate.runtime import Terminated, remove_file, signals_raise
 from flakecore.gate.seedrun import BudgetRunRequest, parse_seeds, run_budget
 
 __all__ = ["register"]
