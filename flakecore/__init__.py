@@ -19,7 +19,7 @@ from importlib.metadata import PackageNotFoundError, version
 from flakecore.admit import AdmitDecision, admit, freeze_record
 from flakecore.attempts import AttemptWriter, LogSummary, reduce_logs
 from flakecore.budget import BudgetDecision, budget, ledger_row
-from flakecore.classify import ClassifyDecision, classify, freeze_allowed, lease_problems
+from flakecore.classify import ClassifyDecision, classify, freeze_allowed, lease_window_problems
 from flakecore.codes import (
     AdmitCode,
     AttemptFlag,
@@ -92,7 +92,7 @@ __all__ = [
     "freeze_allowed",
     "freeze_record",
     "is_digest",
-    "lease_problems",
+    "lease_window_problems",
     "ledger_row",
     "load_object",
     "loads_strict",
