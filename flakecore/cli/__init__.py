@@ -8,7 +8,6 @@ traceback, never 0.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 
 from flakecore import __version__
@@ -45,7 +44,7 @@ _VERBS = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> UsageArgumentParser:
     """The full argument parser (used by ``main`` and by the docs)."""
     parser = UsageArgumentParser(
         prog="flakecore",
@@ -55,7 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog=(
             "Exit codes: 0 accept; small numbers are policy refusals (see each verb's --help); "
-            "64 usage error, 65 unusable input, 66 missing input file, 70 internal error."
+            "64 usage error, 65 unusable input, 66 missing input file, 70 internal error or "
+            "missing extra, 73 an output cannot be created or written, 74 I/O error (also: "
+            "$GITHUB_STEP_SUMMARY not writable), 128+N stopped by signal N (130 for Ctrl-C)."
         ),
     )
     parser.add_argument("--version", action="version", version=f"flakecore {__version__}")
@@ -69,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args = parser.parse(argv)
         return int(args.run(args))
     except UsageError as exc:
         return die(f"usage: {exc}", EXIT_USAGE)

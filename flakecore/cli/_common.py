@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from types import ModuleType
-from typing import IO, NoReturn
+from typing import IO, Any, NoReturn
 
 import attrs
 
@@ -37,10 +37,29 @@ __all__ = [
 
 
 class UsageArgumentParser(argparse.ArgumentParser):
-    """argparse exits 2 on errors, which collides with policy codes; raise instead."""
+    """argparse exits 2 on errors, which collides with policy codes; raise instead.
+
+    Every verb's parser is one of these too (argparse builds subparsers with
+    the parent's class, and names each ``flakecore VERB``).  argparse hands
+    the arguments a verb does not know up to the top-level parser, whose
+    error would name only ``flakecore``; :meth:`parse` refuses them with the
+    parser of the verb that was reading them, recorded as ``verb_parser``.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.set_defaults(verb_parser=self)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}")
+
+    def parse(self, argv: Sequence[str] | None = None) -> argparse.Namespace:
+        """``parse_args``, with unknown arguments refused by the verb that got them."""
+        args, unknown = self.parse_known_args(argv)
+        if unknown:
+            parser = getattr(args, "verb_parser", self)
+            parser.error("unrecognized arguments: " + " ".join(unknown))
+        return args
 
 
 def flat(text: str) -> str:

@@ -149,6 +149,27 @@ def test_usage_errors_use_64(args: tuple[str, ...]) -> None:
     assert out.stderr.strip().count(b"\n") == 0
 
 
+@pytest.mark.parametrize(
+    ("args", "prog"),
+    [
+        (
+            ("admit", "--no-such-flag", "x"),
+            b"flakecore admit: unrecognized arguments: --no-such-flag",
+        ),
+        (("decide", "x.json", "--bogus"), b"flakecore decide: unrecognized arguments: --bogus"),
+        (("lease", "show", "f.json", "--bogus"), b"flakecore lease show: unrecognized arguments"),
+        (("ledger", "apply", "p.json", "--x", "1"), b"flakecore ledger apply: unrecognized"),
+        (("guard", "--base", "main", "extra"), b"flakecore guard: unrecognized arguments: extra"),
+        (("frobnicate",), b"flakecore: argument VERB: invalid choice"),
+    ],
+)
+def test_usage_errors_name_the_verb(args: tuple[str, ...], prog: bytes) -> None:
+    out = run(*args)
+    assert out.returncode == EXIT_USAGE
+    assert out.stderr.startswith(b"flakecore: usage: ") and out.stderr.count(b"\n") == 1
+    assert prog in out.stderr, out.stderr
+
+
 def test_classify_flags() -> None:
     out = run(
         "classify", "--property-verdict", "pass", "--pin-status", "match",
@@ -197,6 +218,10 @@ def test_help_and_version() -> None:
     for verb in (b"admit", b"decide", b"budget", b"classify", b"attempts"):
         assert verb in out.stdout
     assert b"64 usage error" in b" ".join(run("admit", "--help").stdout.split())
+    top = b" ".join(out.stdout.split())
+    for code in (b"64 usage", b"65 unusable", b"66 missing", b"70 internal", b"73 ", b"74 "):
+        assert code in top, code
+    assert b"128+N stopped by signal N" in top
     assert run("--version").stdout.startswith(b"flakecore ")
 
 
