@@ -333,22 +333,7 @@ def _check_results(
         )
         for error in unreadable
     ]
-    for check in checks:
-        bad = None
-        if not check.valid:
-            why = "; ".join(check.problems)
-            text = [f"{check.path}: invalid {check.kind}: {flat(why)}"]
-            bad = SummaryRow(
-                test=check.test_id or "",
-                policy=f"lease-check {check.kind}",
-                code="INVALID",
-                exit=EXIT_INVALID_RECORDS,
-                reason=why,
-                evidence=check.path,
-                refused=True,
-                file=check.path,
-            )
-        results.append(Result(json=check.to_json(), text=text if bad else (), row=bad))
+    results += [_check_result(check) for check in checks]
     invalid = sum(not c.valid for c in checks)
     valid_row = SummaryRow(
         test="",
@@ -366,3 +351,22 @@ def _check_results(
     )
     results.append(Result(text=[summary], row=None if invalid or unreadable else valid_row))
     return results
+
+
+def _check_result(check: RecordCheck) -> Result:
+    """Every record is a JSON line; only an invalid one is a text line and a GitHub row."""
+    if check.valid:
+        return Result(json=check.to_json())
+    why = "; ".join(check.problems)
+    row = SummaryRow(
+        test=check.test_id or "",
+        policy=f"lease-check {check.kind}",
+        code="INVALID",
+        exit=EXIT_INVALID_RECORDS,
+        reason=why,
+        evidence=check.path,
+        refused=True,
+        file=check.path,
+    )
+    text = f"{check.path}: invalid {check.kind}: {flat(why)}"
+    return Result(json=check.to_json(), text=[text], row=row)
