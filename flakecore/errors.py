@@ -1,10 +1,11 @@
-"""Exceptions for input that cannot be used at all.
+"""Exceptions for input that cannot be used at all, and for a missing optional extra.
 
 Verdicts are values, never exceptions: a policy that refuses returns a
 decision.  These types exist only for input flakecore cannot read (a file that
 is not JSON, a report that is not XML, a log over the size limit).  Every one
 carries where the problem is, so the CLI can print one line that names the
-file and the position.
+file and the position.  :class:`MissingExtra` is the one error for a feature
+whose optional dependencies are not installed (the CLI exits 70 on it).
 """
 
 from __future__ import annotations
@@ -61,17 +62,19 @@ class UsageError(FlakecoreError, ValueError):
 
 
 class MissingExtra(FlakecoreError, ImportError):
-    """A feature needs an optional extra that is not installed; the message names the pip command.
+    """A feature needs an optional extra that is not installed; the message says how to add it.
 
-    The core imports its extras lazily, inside the one module that uses each,
-    so ``import flakecore`` works without them and only the feature fails.
+    ``extra`` names it (``adapters``, ``schemas``); ``name`` is the module
+    that failed to import, as on any :class:`ImportError`.
     """
 
-    def __init__(self, feature: str, extra: str) -> None:
-        self.feature = feature
+    def __init__(self, extra: str, *, needed_by: str, name: str | None = None) -> None:
         self.extra = extra
+        missing = f" ({name} is not installed)" if name else ""
         super().__init__(
-            f"{feature} needs the optional '{extra}' extra: pip install 'flakecore[{extra}]'"
+            f"{needed_by} needs the optional '{extra}' extra{missing}: "
+            f"pip install 'flakecore[{extra}]'",
+            name=name,
         )
 
 

@@ -70,7 +70,8 @@ def _lib() -> types.SimpleNamespace:
         ed25519 = importlib.import_module("cryptography.hazmat.primitives.asymmetric.ed25519")
         serialization = importlib.import_module("cryptography.hazmat.primitives.serialization")
     except ImportError as exc:
-        raise MissingExtra(_FEATURE, "sign") from exc
+        top = (exc.name or "").partition(".")[0] or None  # the package to install, not a submodule
+        raise MissingExtra("sign", needed_by=_FEATURE, name=top) from exc
     return types.SimpleNamespace(
         CryptoSigner=signer.CryptoSigner,
         Ed25519PrivateKey=ed25519.Ed25519PrivateKey,

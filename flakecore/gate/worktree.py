@@ -22,7 +22,7 @@ from types import TracebackType
 import attrs
 
 from flakecore.errors import FlakecoreError
-from flakecore.gate._runtime import child_env, signals_deferred
+from flakecore.gate.runtime import child_env, signals_deferred
 
 __all__ = [
     "DetachedWorktree",

@@ -521,8 +521,8 @@ print(verify_signed(envelope, keys=[], kind="lease", check=lambda r: []).reason.
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        "load: signing and verifying records needs the optional 'sign' extra: "
-        "pip install 'flakecore[sign]'",
+        "load: signing and verifying records needs the optional 'sign' extra "
+        "(securesystemslib is not installed): pip install 'flakecore[sign]'",
         "verify: sign",
         "NO_TRUSTED_KEYS",
     ]
