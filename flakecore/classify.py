@@ -21,6 +21,7 @@ from flakecore.codes import ClassifyClass, PolicyName
 from flakecore.decision import Decision
 from flakecore.digest import is_digest
 from flakecore.exits import CLASSIFY_EXIT, CLASSIFY_FLAKE_LEASE_REFUSED
+from flakecore.identity import identity_problem
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import CLASSIFY_FIELDS, ClassifyReport
 from flakecore.timeutil import format_rfc3339, parse_rfc3339
@@ -109,13 +110,14 @@ def lease_problems(
 ) -> list[str]:
     """Why a lease with this owner and expiry may not open (empty list: it may).
 
-    The expiry must be timezone-aware, strictly after ``now`` and no later
-    than ``now`` plus the policy's maximum lease: a 2099 expiry is a
-    permanent freeze, not a lease.
+    The owner must be a plain identity (:mod:`flakecore.identity`: printable
+    ASCII, not blank).  The expiry must be timezone-aware, strictly after
+    ``now`` and no later than ``now`` plus the policy's maximum lease: a 2099
+    expiry is a permanent freeze, not a lease.
     """
     problems: list[str] = []
-    if not is_nonblank(owner):
-        problems.append("owner is missing or blank")
+    if (problem := identity_problem(owner)) is not None:
+        problems.append(f"owner {problem}")
     if now.tzinfo is None or now.utcoffset() is None:
         problems.append("the evaluation time is naive")
         return problems

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from identities import IDENTITIES
 from packets import decide_packet
 
 from flakecore.codes import BudgetCode
@@ -275,7 +276,7 @@ def test_no_defective_lease_ever_passes_the_directory_check(defect: dict[str, ob
 
 @given(
     offset=st.integers(min_value=1, max_value=14 * 86400),
-    owner=st.text(min_size=1, max_size=10).filter(str.strip),
+    owner=IDENTITIES,
 )
 def test_a_sound_lease_passes_the_directory_check(offset: int, owner: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
