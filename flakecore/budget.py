@@ -42,12 +42,12 @@ def _malformed(packet: Mapping[str, object]) -> list[str]:
         reasons.append("property_holds must be a boolean, or null when not scored")
     seeds = packet.get("seeds", MISSING)
     if not isinstance(seeds, list) or not all(is_seed(s) for s in seeds):
-        reasons.append("seeds must be a list of strings or integers")
+        reasons.append("seeds must be a list of strings or integers (larger than 2^53-1: strings)")
     passes = packet.get("passes", MISSING)
     if passes is MISSING or not (passes is None or is_count(passes)):
-        reasons.append("passes must be a non-negative integer, or null when not started")
+        reasons.append("passes must be an integer in 0..2^53-1, or null when not started")
     if not is_count(packet.get("budget", MISSING)):
-        reasons.append("budget must be a non-negative integer")
+        reasons.append("budget must be an integer in 0..2^53-1")
     opened = packet.get("opened_against", MISSING)
     if opened is not MISSING and not is_sha(opened):
         reasons.append("opened_against must be a full commit id")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import math
 from collections.abc import Mapping, Sequence
 
 import attrs
@@ -15,6 +14,7 @@ from flakecore._fields import (
     is_count,
     is_int,
     is_nonblank,
+    is_number,
     unknown_keys,
 )
 from flakecore.codes import ClassifyClass, PolicyName
@@ -92,16 +92,11 @@ def _replay_problems(replays: object) -> list[str]:
         if not is_bool(passed):
             problems.append(f"{where}.passed must be a JSON boolean")
         if exit_code is not None and not is_int(exit_code):
-            problems.append(f"{where}.exit_code must be an integer or null")
+            problems.append(f"{where}.exit_code must be an integer within +-(2^53-1) or null")
         elif passed is True and exit_code not in (None, 0):
             problems.append(f"{where} passed with exit code {exit_code}")
-        if duration is not None and not (
-            isinstance(duration, (int, float))
-            and not isinstance(duration, bool)
-            and math.isfinite(duration)
-            and duration >= 0
-        ):
-            problems.append(f"{where}.duration_s must be a finite number >= 0 or null")
+        if duration is not None and not (is_number(duration) and duration >= 0):
+            problems.append(f"{where}.duration_s must be a number in 0..2^53-1 or null")
     return problems
 
 

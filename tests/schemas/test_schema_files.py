@@ -338,6 +338,26 @@ def test_schema_files_are_plain_ascii_json() -> None:
         json.loads(raw)
 
 
+MAX_SAFE = 2**53 - 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_number_is_bounded_for_javascript(kind: str) -> None:
+    """SPEC 8: every integer and number is within +-(2**53 - 1), so Ajv and Python read one value."""
+    for where, node in all_nodes(schema(kind)):
+        if not isinstance(node, dict):
+            continue
+        types = node.get("type")
+        types = types if isinstance(types, list) else [types]
+        if "integer" in types or "number" in types:
+            low, high = node.get("minimum"), node.get("maximum")
+            assert isinstance(low, int) and low >= -MAX_SAFE, f"{kind}{where}: no minimum"
+            assert isinstance(high, int) and high <= MAX_SAFE, f"{kind}{where}: no maximum"
+        if "const" in node or "enum" in node:
+            values = node.get("enum", [node.get("const")])
+            assert all(not isinstance(v, int) or abs(v) <= MAX_SAFE for v in values), where
+
+
 IDENTITY_FIELDS = {
     "lease": ("owner", "accepted_by", "patch_author"),
     "classify-report": ("owner",),
