@@ -18,6 +18,7 @@ from flakecore._fields import (
 from flakecore.codes import BudgetCode, PolicyName
 from flakecore.decision import Decision
 from flakecore.digest import is_digest
+from flakecore.errors import UsageError
 from flakecore.exits import BUDGET_EXIT
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import BUDGET_FIELDS, BudgetPacket
@@ -131,12 +132,16 @@ def ledger_row(
     """The ledger row a ``FLAKE_CANDIDATE`` opens (expiring after the lease window), else None.
 
     ``opened_against`` is required here: a row that cannot name its parent
-    commit cannot be recomputed, so it is never written.
+    commit cannot be recomputed, so it is never written.  A ``today`` so
+    late that the expiry would pass 9999-12-31 is a :class:`UsageError`
+    (no clock is there; the date cannot be written).
     """
     decision = budget(packet, policy=policy)
     data = packet.to_json() if isinstance(packet, BudgetPacket) else packet
     if not decision.accepted or "opened_against" not in data:
         return None
+    if dt.date.max - today < policy.max_lease:  # subtract: today + max_lease would overflow
+        raise UsageError(f"today {today} leaves no room for a row before {dt.date.max}")
     return {
         "format": "flakecore.ledger-row",
         "format_version": "1.0",

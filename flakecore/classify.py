@@ -126,7 +126,7 @@ def lease_problems(
         return problems
     if expiry <= now:
         problems.append(f"expires_at {format_rfc3339(expiry)} is not after now")
-    elif expiry > now + policy.max_lease:
+    elif expiry - now > policy.max_lease:  # subtract: now + max_lease overflows past 9999
         problems.append(f"expires_at is more than {policy.max_lease_days} days away")
     return problems
 

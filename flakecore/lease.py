@@ -304,7 +304,7 @@ def _time_problems(
         return problems, opened  # classify names the bad expiry
     if expiry <= opened:
         problems.append("expires_at is not after opened_at")
-    elif expiry > opened + policy.max_lease:
+    elif expiry - opened > policy.max_lease:  # subtract: adding overflows past 9999
         problems.append(
             f"expires_at is more than {policy.max_lease_days} days after opened_at: "
             "a lease that long is a permanent freeze"
