@@ -26,11 +26,12 @@ import fnmatch
 import os
 import subprocess
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Final
 
 import attrs
 
-from flakecore.errors import FlakecoreError, UsageError
+from flakecore.gate.worktree import GitError, resolve_commit
 
 __all__ = [
     "GIT_TIMEOUT_S",
@@ -46,15 +47,14 @@ __all__ = [
 GIT_TIMEOUT_S: Final = 120.0
 
 
-class GitError(FlakecoreError, OSError):
-    """git could not produce the diff; the guard must not pass on it."""
-
-
 @attrs.frozen(kw_only=True)
 class GuardResult:
     """The diff, split into the two kinds of path the guard keeps apart."""
 
     base: str
+    """The base as given."""
+    base_sha: str
+    """The one commit it resolved to (``--base`` must be exact)."""
     paths: tuple[str, ...]
     fixture_paths: tuple[str, ...]
     ledger_paths: tuple[str, ...]
@@ -68,6 +68,7 @@ class GuardResult:
         """The JSON form printed by ``guard --json``."""
         return {
             "base": self.base,
+            "base_sha": self.base_sha,
             "tripped": self.tripped,
             "changed": len(self.paths),
             "fixture_paths": list(self.fixture_paths),
@@ -83,7 +84,12 @@ def path_matches(path: str, pattern: str) -> bool:
 
 
 def guard_paths(
-    base: str, paths: Sequence[str], fixture_globs: Iterable[str], ledger_globs: Iterable[str]
+    base: str,
+    paths: Sequence[str],
+    fixture_globs: Iterable[str],
+    ledger_globs: Iterable[str],
+    *,
+    base_sha: str = "",
 ) -> GuardResult:
     """Split ``paths`` into ledger/lease paths and fixture/oracle/test paths (pure)."""
     fixture_globs, ledger_globs = tuple(fixture_globs), tuple(ledger_globs)
@@ -91,17 +97,19 @@ def guard_paths(
     fixture = tuple(
         p for p in paths if p not in ledger and any(path_matches(p, g) for g in fixture_globs)
     )
-    return GuardResult(base=base, paths=tuple(paths), fixture_paths=fixture, ledger_paths=ledger)
+    return GuardResult(
+        base=base, base_sha=base_sha, paths=tuple(paths), fixture_paths=fixture, ledger_paths=ledger
+    )
 
 
 def changed_paths(repo: str, base: str, *, timeout: float = GIT_TIMEOUT_S) -> tuple[str, ...]:
     """``git diff --name-only --no-renames -z BASE...HEAD`` in ``repo``, as a tuple of paths.
 
-    ``base`` may not start with ``-`` (it would be read as an option), and
-    ``--end-of-options`` makes sure of it.
+    ``base`` must name exactly one commit (:func:`~flakecore.gate.worktree.resolve_commit`:
+    a tag and a branch of the same name is a :class:`UsageError`); the diff
+    is taken from that full commit id, so git never re-reads the name.
     """
-    if not base or base.startswith("-") or "\0" in base or base != base.strip():
-        raise UsageError(f"--base {base!r} is not a git revision")
+    base = resolve_commit(Path(repo), base)
     command = [
         "git",
         "-C",
@@ -153,6 +161,6 @@ def run_guard(
     timeout: float = GIT_TIMEOUT_S,
 ) -> GuardResult:
     """Read the diff of ``repo`` since ``base`` and split it; raises :class:`GitError`."""
-    return guard_paths(
-        base, changed_paths(repo, base, timeout=timeout), fixture_globs, ledger_globs
-    )
+    base_sha = resolve_commit(Path(repo), base)
+    paths = changed_paths(repo, base_sha, timeout=timeout)
+    return guard_paths(base, paths, fixture_globs, ledger_globs, base_sha=base_sha)
