@@ -29,7 +29,7 @@ from flakecore.cli._output import (
 from flakecore.errors import UsageError
 from flakecore.evidence import Attempt
 from flakecore.exits import EXIT_CANTCREAT, EXIT_IOERR, EXIT_SOFTWARE
-from flakecore.gate._runtime import Terminated, remove_file, signals_raise
+from flakecore.gate._runtime import Terminated, adopt_orphans, remove_file, signals_raise
 from flakecore.gate.replay import (
     ExitStatusJudge,
     Judge,
@@ -284,6 +284,7 @@ def _run_replay(args: argparse.Namespace) -> int:
         seed_env=args.seed_env,
         log=Path(args.log) if args.log is not None else None,
     )
+    adopt_orphans()  # the second line: this process owns everything it starts
     try:
         with signals_raise():
             outcome = run_replay(
@@ -341,6 +342,7 @@ def _run_budget(args: argparse.Namespace) -> int:
         seed_env=args.seed_env,
         miss_exit_codes=_miss_codes(args.miss_exit_codes),
     )
+    adopt_orphans()
     try:
         with signals_raise():
             outcome = run_budget(request, out=out, output=_output_fd(), policy=policy)

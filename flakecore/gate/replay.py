@@ -39,6 +39,7 @@ from flakecore.digest import file_sha256, is_digest
 from flakecore.errors import FlakecoreError, InputError, UsageError
 from flakecore.evidence import Attempt, blocking_flags
 from flakecore.gate._runtime import (
+    WEAK_CONTAINMENT,
     CommandRun,
     atomic_write,
     child_env,
@@ -369,6 +370,7 @@ class _Replay:
         self.runs: list[AttemptRun] = []
         self.log: LogSummary | None = None
         self.digests: dict[str, list[str]] = {}
+        self.weak = False
 
     def outcome(
         self,
@@ -462,6 +464,10 @@ class _Replay:
             run = run_command(
                 argv, cwd=worktree, timeout_s=request.timeout_s, env=env, output=self.output
             )
+            # Nothing of the attempt is running any more; only now is anything read.
+            if failure := run.containment_failure:
+                raise _Refuse(f"attempt {n}: {failure}")
+            self.weak = self.weak or run.weakly_contained
             for tree, files in (("head", head_files), ("base", base_files)):
                 for key, path in files.items():
                     what = f"{key} file on the {tree} tree after attempt {n}"
@@ -513,6 +519,7 @@ class _Replay:
         packet = evidence.to_json()
         decision = admit(packet, policy=policy)
         notes = [note for name, seen in d.items() for note in _changes(name, seen)]
+        notes += [WEAK_CONTAINMENT] if self.weak else []
         if notes:
             decision = attrs.evolve(decision, reasons=(*decision.reasons, *notes))
         record = freeze_record(packet, policy=policy)
