@@ -43,14 +43,17 @@ __all__ = [
     "POLICY_KEYS",
     "GateConfig",
     "find_pyproject",
+    "flakecore_table",
     "load_config",
     "parse_policy_override",
     "parse_table",
+    "pyproject_document",
 ]
 
 DEFAULT_LEDGER_DIR: Final = ".flakecore/ledger"
 DEFAULT_LEASE_DIR: Final = ".flakecore/leases"
-#: Fixture, oracle and test paths the guard watches unless configured.
+#: Fixture, oracle and test paths the guard watches unless configured; test configuration
+#: at any depth too (it decides what a test run means as much as a test body does).
 DEFAULT_FIXTURE_GLOBS: Final = (
     "tests/*",
     "test/*",
@@ -59,6 +62,10 @@ DEFAULT_FIXTURE_GLOBS: Final = (
     "test_*.py",
     "*_test.py",
     "conftest.py",
+    "pyproject.toml",
+    "setup.cfg",
+    "tox.ini",
+    "pytest.ini",
 )
 #: The ``Policy`` fields a configuration may set.
 POLICY_KEYS: Final = tuple(a.name for a in attrs.fields(Policy))
@@ -215,6 +222,40 @@ def parse_table(table: object, *, root: str = ".", source: str | None = None) ->
     return config
 
 
+def pyproject_document(
+    data: bytes, *, source: str, explicit: bool = False
+) -> Mapping[str, Any] | None:
+    """The parsed ``pyproject.toml``; None when there is no TOML parser and no need for one.
+
+    Raises :class:`InputError` for a file that is not UTF-8 TOML, and
+    :class:`UsageError` when there is no TOML parser (Python 3.10 without
+    ``tomli``) and the file (probably) configures flakecore, or ``explicit``.
+    """
+    loads = _loader()
+    if loads is None:
+        if explicit or _mentions_flakecore(data):
+            raise UsageError(
+                f"{source}: reading [tool.flakecore] needs Python 3.11+ (tomllib) or the tomli "
+                "package; install tomli, or pass --no-config to run on defaults and flags"
+            )
+        return None
+    try:
+        return loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text", source=source) from None
+    except ValueError as exc:
+        raise InputError(f"invalid TOML: {exc}", source=source) from None
+
+
+def flakecore_table(document: Mapping[str, Any] | None) -> object | None:
+    """``[tool.flakecore]`` of a parsed ``pyproject.toml``; None when it has none."""
+    tool = {} if document is None else document.get("tool", {})
+    if not isinstance(tool, Mapping) or "flakecore" not in tool:
+        return None
+    table: object = tool["flakecore"]
+    return table
+
+
 def load_config(path: str | None = None, *, start: str = ".") -> GateConfig:
     """Read ``[tool.flakecore]`` from ``path``, or from the nearest ``pyproject.toml``.
 
@@ -227,24 +268,10 @@ def load_config(path: str | None = None, *, start: str = ".") -> GateConfig:
         return GateConfig(root=os.path.abspath(start) if start != "." else ".")
     data = read_file(found, 1 << 20)
     root = os.path.dirname(os.path.abspath(found))
-    loads = _loader()
-    if loads is None:
-        if explicit or _mentions_flakecore(data):
-            raise UsageError(
-                f"{found}: reading [tool.flakecore] needs Python 3.11+ (tomllib) or the tomli "
-                "package; install tomli, or pass --no-config to run on defaults and flags"
-            )
-        return GateConfig(root=root)
-    try:
-        document = loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text", source=found) from None
-    except ValueError as exc:
-        raise InputError(f"invalid TOML: {exc}", source=found) from None
-    tool = document.get("tool", {})
-    if not isinstance(tool, Mapping) or "flakecore" not in tool:
-        return GateConfig(root=root, source=found)
-    return parse_table(tool["flakecore"], root=root, source=found)
+    table = flakecore_table(pyproject_document(data, source=found, explicit=explicit))
+    if table is None:
+        return GateConfig(root=root, source=found if _loader() is not None else None)
+    return parse_table(table, root=root, source=found)
 
 
 def _ascii_int(name: str, text: str) -> int:
