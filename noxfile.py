@@ -38,7 +38,8 @@ def install_wheel(session: nox.Session, extras: str = "all") -> str:
 def tests(session: nox.Session) -> None:
     """Run the test suite against the installed wheel (slow/fuzz tests excluded)."""
     install_wheel(session)
-    session.install(*TEST_DEPS, *BENCH_DEPS, "build")
+    # setuptools and wheel: the isolation e2e tests pip-install a throwaway package offline.
+    session.install(*TEST_DEPS, *BENCH_DEPS, "build", "setuptools", "wheel")
     args = session.posargs or ["-m", "not slow", "-p", "no:cacheprovider"]
     session.run("pytest", *args)
 
