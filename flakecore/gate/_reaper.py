@@ -22,7 +22,7 @@ So by the time flakecore reads an attempt's result, no process of that
 attempt exists.  One reaper per attempt means parallel attempts never kill
 each other's processes.  This module imports only the standard library: it
 runs as a script, and flakecore also imports its sweep for its own second
-line of defence (:func:`flakecore.gate._runtime.adopt_orphans`).
+line of defence (:func:`flakecore.gate.runtime.adopt_orphans`).
 
 Limits: without ``prctl`` and ``/proc`` (not Linux) only the command's
 process group is killed, and the status says ``"contained": "process-group"``;

@@ -47,8 +47,8 @@ from typing import Final
 
 import attrs
 
-from flakecore.errors import InputError, UsageError
-from flakecore.gate.config import flakecore_table, pyproject_document
+from flakecore.errors import InputError
+from flakecore.gate.config import flakecore_table, parse_toml
 from flakecore.gate.worktree import GitError, read_blob, resolve_commit
 
 __all__ = [
@@ -253,10 +253,10 @@ def _policy_parts(repo: Path, commit: str) -> tuple[str, str]:
     try:
         data = read_blob(repo, commit, _PYPROJECT)
     except GitError:  # no such file at that commit
-        return "null", "null"
-    document = pyproject_document(data, source=f"{commit[:12]}:{_PYPROJECT}")
-    if document is None:  # no TOML parser and no table: compare the bytes themselves
-        return "null", data.hex()
+        return _canonical({}), "null"  # no table: the defaults
+    document = parse_toml(data, source=f"{commit[:12]}:{_PYPROJECT}")
+    if document is None:  # no TOML parser: compare the bytes themselves, both ways
+        return data.hex(), data.hex()
     rest = {k: v for k, v in document.items() if k != "tool"}
     tool = document.get("tool")
     if isinstance(tool, Mapping):
@@ -278,7 +278,7 @@ def policy_change(repo: Path, base_sha: str) -> tuple[str | None, bool]:
     try:
         old_table, old_rest = _policy_parts(repo, base_sha)
         new_table, new_rest = _policy_parts(repo, "HEAD")
-    except (InputError, UsageError) as exc:
+    except InputError as exc:
         return f"the policy table cannot be compared: {exc}", True
     table = None
     if old_table != new_table:

@@ -38,8 +38,9 @@ from pathlib import Path
 import attrs
 
 from flakecore.errors import InputError
-from flakecore.gate._runtime import run_command
+from flakecore.gate.runtime import run_command
 from flakecore.jsonio import load_object, read_file
+from flakecore.trust import inside
 
 __all__ = [
     "MAX_FILE",
@@ -135,23 +136,6 @@ def command_interpreter(
     return None
 
 
-class _Scope:
-    """``inside(path)``: does ``path`` lie in the scored checkout, as written or resolved?
-
-    Both: a venv's ``python`` inside the checkout is a symlink to a system
-    interpreter, and a symlink outside may lead in.
-    """
-
-    def __init__(self, checkout: Path) -> None:
-        self.tops = {Path(os.path.abspath(checkout)), Path(os.path.realpath(checkout))}
-
-    def inside(self, path: str | os.PathLike[str]) -> bool:
-        for seen in {Path(os.path.abspath(path)), Path(os.path.realpath(path))}:
-            if any(seen == top or top in seen.parents for top in self.tops):
-                return True
-        return False
-
-
 def _regular(path: str) -> bool:
     try:
         return stat.S_ISREG(os.stat(path).st_mode)
@@ -197,12 +181,16 @@ def _parse(data: bytes) -> ast.AST | None:
 class _Finder:
     """Collects the leaks of one interpreter's start-up."""
 
-    def __init__(self, scope: _Scope) -> None:
-        self.scope = scope
+    def __init__(self, checkout: Path) -> None:
+        self.checkout = checkout
         self.leaks: list[str] = []
 
+    def inside(self, path: str) -> bool:
+        """In the scored checkout, as written or with links resolved."""
+        return inside(path, self.checkout)
+
     def path(self, path: str, what: str) -> None:
-        if self.scope.inside(path):
+        if self.inside(path):
             self.leaks.append(f"{what} {path} is inside the scored checkout")
 
     def module(self, sitedir: str, name: str, pth: str) -> None:
@@ -217,7 +205,7 @@ class _Finder:
             if tree is None:
                 continue
             for key, value in _literal_paths(tree):
-                if self.scope.inside(value):
+                if self.inside(value):
                     mapped = f"maps {key!r} to" if key is not None else "names"
                     self.leaks.append(
                         f"{candidate} (imported by {pth}, an editable-install finder) "
@@ -239,7 +227,7 @@ class _Finder:
             if line.startswith(("import ", "import\t")):
                 tree = _parse(line.encode())
                 for _, value in _literal_paths(tree) if tree is not None else ():
-                    if self.scope.inside(value):
+                    if self.inside(value):
                         self.leaks.append(f"{name} in {sitedir} runs code naming {value}")
                 for node in ast.walk(tree) if tree is not None else ():
                     if isinstance(node, ast.Import):
@@ -247,7 +235,7 @@ class _Finder:
                             self.module(sitedir, alias.name.split(".")[0], name)
                 continue
             target = os.path.join(sitedir, line)
-            if self.scope.inside(target):
+            if self.inside(target):
                 self.leaks.append(f"{name} in {sitedir} adds {target} to sys.path")
 
     def distributions(self, sitedir: str) -> None:
@@ -271,7 +259,7 @@ class _Finder:
                 continue
             if isinstance(url, str) and url.startswith("file:"):
                 where = urllib.parse.unquote(urllib.parse.urlsplit(url).path)
-                if self.scope.inside(where):
+                if self.inside(where):
                     name = entry[: -len(".dist-info")]
                     self.leaks.append(
                         f"the distribution {name} was installed from the scored checkout "
@@ -280,7 +268,7 @@ class _Finder:
 
     def site_dir(self, sitedir: str) -> None:
         self.path(sitedir, "the site directory")
-        if not os.path.isdir(sitedir) or self.scope.inside(sitedir):
+        if not os.path.isdir(sitedir) or self.inside(sitedir):
             return
         try:
             names = sorted(n for n in os.listdir(sitedir) if n.endswith(".pth"))
@@ -334,7 +322,7 @@ def find_leaks(
     An empty list means none was found (not that none exists: see the
     limits in docs/gate.md).
     """
-    finder = _Finder(_Scope(checkout))
+    finder = _Finder(checkout)
     program = _which(argv[0], env, cwd) if argv else None
     if program is not None:
         finder.path(program, "the command's program")

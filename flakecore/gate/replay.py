@@ -9,7 +9,7 @@ never scripts the procedure by hand (and never gets it subtly wrong):
    request's ``setup`` there once, then refuse a command whose Python would
    import the scored checkout (:mod:`flakecore.gate.isolation`);
 3. run the command once per attempt, in a fresh contained process
-   (:func:`~flakecore.gate._runtime.run_command`), with the pinned seed;
+   (:func:`~flakecore.gate.runtime.run_command`), with the pinned seed;
    append one attempt line per start;
 4. after every attempt's process exits, re-hash the property file and the
    epoch lock on *both* trees (a loader that rewrites them is drift);
@@ -42,7 +42,9 @@ from flakecore.codes import AdmitCode, AttemptResult, Outcome
 from flakecore.digest import file_sha256, is_digest
 from flakecore.errors import FlakecoreError, InputError, UsageError
 from flakecore.evidence import Attempt, blocking_flags
-from flakecore.gate._runtime import (
+from flakecore.gate.isolation import IsolationError, find_leaks
+from flakecore.gate.isolation import describe as describe_leaks
+from flakecore.gate.runtime import (
     WEAK_CONTAINMENT,
     CommandRun,
     atomic_write,
@@ -51,8 +53,6 @@ from flakecore.gate._runtime import (
     run_command,
     substitute,
 )
-from flakecore.gate.isolation import IsolationError, find_leaks
-from flakecore.gate.isolation import describe as describe_leaks
 from flakecore.gate.worktree import DetachedWorktree, GitError, head_commit, repo_toplevel
 from flakecore.gate.worktree import resolve_commit as _resolve_commit
 from flakecore.policy import DEFAULT_POLICY, Policy
