@@ -49,7 +49,8 @@ from flakecore.gate._runtime import (
 from flakecore.gate.worktree import DetachedWorktree, GitError, head_commit, repo_toplevel
 from flakecore.gate.worktree import resolve_commit as _resolve_commit
 from flakecore.policy import DEFAULT_POLICY, Policy
-from flakecore.records import AdmitEvidence
+from flakecore.records import AdmitEvidence, Seed
+from flakecore.seeds import seed_from_text
 
 __all__ = [
     "DEFAULT_MISS_EXIT_CODES",
@@ -183,9 +184,9 @@ class ReportJudge:
 class ReplayRequest:
     """What to replay.  Relative paths are relative to ``checkout``.
 
-    ``seed`` is kept exactly as given, a string (``"3"`` is not the integer
-    ``3``: SPEC compares seeds by value and type).  Give ``patch_misses`` or
-    ``patch_logs`` (the patch run's attempt logs), not both.
+    ``seed`` is the command-line text; the seed recorded (and compared with
+    the patch logs' seed, by value and type) is :attr:`pinned`.  Give
+    ``patch_misses`` or ``patch_logs`` (the patch run's attempt logs), not both.
     """
 
     checkout: Path
@@ -193,7 +194,7 @@ class ReplayRequest:
     base: str
     """The base commit: a full SHA or any revision git resolves to a commit."""
     seed: str
-    """The seed pinned from the patch failure."""
+    """The seed pinned from the patch failure, as text (``{seed}`` gets it as it is)."""
     command: tuple[str, ...]
     """The command; ``{seed}`` in any argument is replaced by the seed."""
     property_file: Path
@@ -216,6 +217,11 @@ class ReplayRequest:
     """Also pass the seed in this environment variable."""
     log: Path | None = None
     """Where to append the attempt log (must not exist); None: a temporary file."""
+
+    @property
+    def pinned(self) -> Seed:
+        """The seed as recorded: :attr:`seed` read by :func:`~flakecore.seeds.seed_from_text`."""
+        return seed_from_text(self.seed)
 
 
 @attrs.frozen(kw_only=True)
@@ -394,9 +400,10 @@ class _Replay:
         summary = reduce_logs(request.patch_logs, policy=self.policy)
         if not summary.complete:
             raise _Refuse("patch log is incomplete: " + "; ".join(summary.reasons))
-        if type(summary.seed) is not str or summary.seed != request.seed:
+        pinned = request.pinned
+        if type(summary.seed) is not type(pinned) or summary.seed != pinned:
             raise _Refuse(
-                f"patch log seed {summary.seed!r} is not the pinned seed {request.seed!r} "
+                f"patch log seed {summary.seed!r} is not the pinned seed {pinned!r} "
                 "(seeds compare by value and type)"
             )
         return summary.misses
@@ -410,7 +417,7 @@ class _Replay:
             return self.outcome(_decision(policy, AdmitCode.REJECT_INCOMPLETE, str(exc)))
         prop_rel = _repo_path(top, checkout, request.property_file, "--property-file")
         lock_rel = _repo_path(top, checkout, request.epoch_lock, "--epoch-lock")
-        writer = AttemptWriter(request.log, request.seed) if request.log is not None else None
+        writer = AttemptWriter(request.log, request.pinned) if request.log is not None else None
         tree: DetachedWorktree | None = None
         try:
             # 1. The claim, hashed on the scored tree before anything runs.
@@ -431,7 +438,7 @@ class _Replay:
             for key, path in base_files.items():
                 self.digests[f"base_{key}"] = [_observe(path, f"{key} file at the base commit")]
             if writer is None:
-                writer = AttemptWriter(tree.scratch / "attempts.jsonl", request.seed)
+                writer = AttemptWriter(tree.scratch / "attempts.jsonl", request.pinned)
             # 3-4. One fresh process per attempt; re-hash both trees after each exits.
             self.attempt_loop(attempts, worktree, writer, head_files, base_files)
             writer.close()
@@ -507,7 +514,7 @@ class _Replay:
             base_fixture_epoch=base_epoch,
             claimed_epoch=request.claimed_epoch,
             property_id=request.property_id,
-            seed=request.seed,
+            seed=request.pinned,
             base_sha=self.base_sha,
         )
         packet = evidence.to_json()
