@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from importlib.metadata import version
+from importlib.metadata import entry_points, version
 from pathlib import Path
 
 import flakecore
@@ -18,28 +18,64 @@ def test_tests_run_against_the_installed_package() -> None:
     assert Path(flakecore.__file__).resolve().parent != REPO / "flakecore"
 
 
-def test_core_import_pulls_in_nothing_heavy() -> None:
+#: Top-level packages the core must not pull in (the plugin pulls in pytest alone).
+_HEAVY = {
+    "junitparser", "jsonschema", "referencing", "lxml", "ijson", "flakecore_adapters",
+    "pytest", "_pytest", "pluggy", "hypothesis", "numpy",
+}  # fmt: skip
+
+
+def _imported(statement: str) -> list[str]:
+    """Heavy modules (and the CLI) that ``statement`` pulls in, in a fresh interpreter."""
     code = (
-        "import sys, flakecore; "
-        "bad = [m for m in sys.modules if m.split('.')[0] in "
-        "{'junitparser', 'jsonschema', 'referencing', 'lxml', 'ijson', 'flakecore_adapters'} "
+        f"import sys; {statement}; "
+        f"bad = [m for m in sys.modules if m.split('.')[0] in {sorted(_HEAVY)!r} "
         "or m.startswith('flakecore.cli')]; "
-        "print(','.join(bad))"
+        "print(','.join(sorted(bad)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == ""
+    return [m for m in out.stdout.strip().split(",") if m]
 
 
-def test_core_modules_never_import_adapters_or_cli() -> None:
+def test_core_import_pulls_in_nothing_heavy() -> None:
+    assert _imported("import flakecore") == []
+    # Every core module, the gate included; the pytest plugin is the one exception.
+    package = Path(flakecore.__file__).parent
+    modules = sorted(
+        "flakecore." + ".".join(p.relative_to(package).with_suffix("").parts)
+        for p in package.rglob("*.py")
+        if p.relative_to(package).parts[0] not in ("cli", "__main__.py", "pytest_plugin.py")
+    )
+    assert "flakecore.gate.replay" in modules and "flakecore.logdir" in modules
+    assert _imported("; ".join(f"import {m}" for m in modules)) == []
+
+
+def test_core_modules_never_import_adapters_cli_or_pytest() -> None:
     package = Path(flakecore.__file__).parent
     forbidden = re.compile(
-        r"^\s*(?:from|import)\s+(flakecore_adapters|flakecore\.cli|jsonschema|referencing)\b",
+        r"^\s*(?:from|import)\s+"
+        r"(flakecore_adapters|flakecore\.cli|jsonschema|referencing|_?pytest|pluggy|hypothesis|numpy)\b",
         re.MULTILINE,
     )
-    allowed = {"__main__.py": {"flakecore.cli"}, "validation.py": {"jsonschema", "referencing"}}
-    for module in package.glob("*.py"):
+    allowed = {
+        "__main__.py": {"flakecore.cli"},
+        "validation.py": {"jsonschema", "referencing"},
+        "pytest_plugin.py": {"pytest"},
+    }
+    for module in package.rglob("*.py"):
+        if module.relative_to(package).parts[0] == "cli":
+            continue
         for found in forbidden.findall(module.read_text()):
             assert found in allowed.get(module.name, set()), (module.name, found)
+
+
+def test_pytest_plugin_is_registered_and_imports_no_adapters_or_cli() -> None:
+    (entry,) = [e for e in entry_points(group="pytest11") if e.value.startswith("flakecore")]
+    assert (entry.name, entry.value) == ("flakecore", "flakecore.pytest_plugin")
+    pulled = _imported("import flakecore.pytest_plugin")
+    assert "pytest" in pulled  # the check itself sees the import
+    assert not [m for m in pulled if m.startswith(("flakecore_adapters", "flakecore.cli"))]
+    assert not {"numpy", "hypothesis"} & set(pulled)  # imported only when a seed is pinned
 
 
 def test_version_from_metadata_and_py_typed() -> None:
