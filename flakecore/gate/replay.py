@@ -51,6 +51,7 @@ from flakecore.gate.worktree import resolve_commit as _resolve_commit
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import AdmitEvidence, Seed
 from flakecore.seeds import seed_from_text
+from flakecore.testids import closest_ids
 
 __all__ = [
     "DEFAULT_MISS_EXIT_CODES",
@@ -136,6 +137,8 @@ class ReportJudge:
     report: str
     test_id: str
     read: ReportReader
+    ids: Callable[[Path], Iterable[str]] | None = None
+    """Every test id of the report, to name the closest ones when ``test_id`` has no record."""
 
     def _path(self, worktree: Path) -> Path:
         path = Path(self.report)
@@ -147,6 +150,15 @@ class ReportJudge:
         if path.is_dir() and not path.is_symlink():
             raise IncompleteAttempt(f"report path {self.report} is a directory")
         remove_file(path)
+
+    def _closest(self, path: Path) -> str:
+        if self.ids is None:
+            return ""
+        try:
+            near = closest_ids(self.test_id, self.ids(path))
+        except (InputError, OSError, ValueError):
+            return ""  # the report read once already; the refusal is about the missing record
+        return "; closest: " + ", ".join(repr(i) for i in near) if near else ""
 
     def judge(self, run: CommandRun, worktree: Path) -> AttemptResult:
         """The one record for ``test_id`` in the fresh report, as an attempt result."""
@@ -163,7 +175,9 @@ class ReportJudge:
         except (InputError, OSError, ValueError) as exc:
             raise IncompleteAttempt(f"report {self.report} is unusable: {exc}") from None
         if not records:
-            raise IncompleteAttempt(f"report {self.report} has no record for {self.test_id!r}")
+            raise IncompleteAttempt(
+                f"report {self.report} has no record for {self.test_id!r}" + self._closest(path)
+            )
         if len(records) > 1:
             raise IncompleteAttempt(
                 f"report {self.report} has {len(records)} records for {self.test_id!r} "

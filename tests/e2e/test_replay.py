@@ -433,6 +433,20 @@ def test_junit_report_decides_each_attempt(
     repo.assert_clean()
 
 
+def test_a_pytest_node_id_selects_its_xunit2_testcase(repo: SampleRepo, tmp_path: Path) -> None:
+    # pytest's default JUnit (xunit2) names the test tests.test_prop::test_property;
+    # its node id matches it by the documented rule, and the packet carries the node id.
+    out = tmp_path / "freeze.json"
+    args = _report_args(repo, out, seed="3", command=pytest_command("--junitxml=report.xml"))
+    node_id = "tests/test_prop.py::test_property"
+    args[args.index("--test-id") + 1] = node_id
+    run = repo.flakecore(*args)
+    d = decision(run)
+    assert (run.returncode, d["code"], results(d)) == (0, "ACCEPT_PREEXISTING", ["miss", "miss"])
+    assert json.loads(out.read_text())["property_id"] == node_id
+    repo.assert_clean()
+
+
 @pytest.mark.parametrize(
     ("command", "test_id", "reason"),
     [
@@ -440,7 +454,8 @@ def test_junit_report_decides_each_attempt(
         (
             pytest_command("--junitxml=report.xml"),
             "tests.test_prop::test_other",
-            "report report.xml has no record for 'tests.test_prop::test_other'",
+            "report report.xml has no record for 'tests.test_prop::test_other'; "
+            "closest: 'tests.test_prop::test_property'",
         ),
     ],
     ids=["report-missing", "no-record-for-test-id"],
