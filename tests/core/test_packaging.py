@@ -39,12 +39,12 @@ def _imported(statement: str) -> list[str]:
 
 def test_core_import_pulls_in_nothing_heavy() -> None:
     assert _imported("import flakecore") == []
-    # Every core module, the gate included; the pytest plugin is the one exception.
+    # Every core module, the gate included.
     package = Path(flakecore.__file__).parent
     modules = sorted(
         "flakecore." + ".".join(p.relative_to(package).with_suffix("").parts)
         for p in package.rglob("*.py")
-        if p.relative_to(package).parts[0] not in ("cli", "__main__.py", "pytest_plugin.py")
+        if p.relative_to(package).parts[0] not in ("cli", "__main__.py")
     )
     assert "flakecore.gate.replay" in modules and "flakecore.logdir" in modules
     assert _imported("; ".join(f"import {m}" for m in modules)) == []
@@ -57,11 +57,7 @@ def test_core_modules_never_import_adapters_cli_or_pytest() -> None:
         r"(flakecore_adapters|flakecore\.cli|jsonschema|referencing|_?pytest|pluggy|hypothesis|numpy)\b",
         re.MULTILINE,
     )
-    allowed = {
-        "__main__.py": {"flakecore.cli"},
-        "validation.py": {"jsonschema", "referencing"},
-        "pytest_plugin.py": {"pytest"},
-    }
+    allowed = {"__main__.py": {"flakecore.cli"}, "validation.py": {"jsonschema", "referencing"}}
     for module in package.rglob("*.py"):
         if module.relative_to(package).parts[0] == "cli":
             continue
@@ -69,13 +65,20 @@ def test_core_modules_never_import_adapters_cli_or_pytest() -> None:
             assert found in allowed.get(module.name, set()), (module.name, found)
 
 
-def test_pytest_plugin_is_registered_and_imports_no_adapters_or_cli() -> None:
+def test_pytest_plugin_is_registered_and_idle_it_imports_no_flakecore() -> None:
     (entry,) = [e for e in entry_points(group="pytest11") if e.value.startswith("flakecore")]
-    assert (entry.name, entry.value) == ("flakecore", "flakecore.pytest_plugin")
-    pulled = _imported("import flakecore.pytest_plugin")
+    assert (entry.name, entry.value) == ("flakecore", "flakecore_pytest")
+    # What pytest imports in every session (the plugin's options): not even the core.
+    code = (
+        "import sys, pytest, flakecore_pytest; print(sorted(m for m in sys.modules "
+        "if m.split('.')[0] in ('flakecore', 'flakecore_adapters', 'numpy', 'hypothesis')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    # Once an option is given, the session's module loads the core, never the adapters or CLI.
+    pulled = _imported("import flakecore_pytest._session")
     assert "pytest" in pulled  # the check itself sees the import
     assert not [m for m in pulled if m.startswith(("flakecore_adapters", "flakecore.cli"))]
-    assert not {"numpy", "hypothesis"} & set(pulled)  # imported only when a seed is pinned
 
 
 def test_version_from_metadata_and_py_typed() -> None:

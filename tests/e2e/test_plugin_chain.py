@@ -25,7 +25,7 @@ def test_plugin_log_feeds_replay(tmp_path: Path, seed: str, exit_code: int, code
     # The patch's CI run: the property with the seed pinned, one rerun, the plugin recording
     # (named with -p: the sample repository's environment turns plugin autoloading off).
     ran = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "flakecore.pytest_plugin", "-p", "pytest_rerunfailures",
+        [sys.executable, "-m", "pytest", "-p", "flakecore_pytest", "-p", "pytest_rerunfailures",
          PROPERTY_FILE, f"--prop-seed={seed}", "--reruns=1",
          f"--flakecore-seed={seed}", f"--flakecore-log={logs}"],
         cwd=repo.path, env=repo.env(), capture_output=True, text=True, check=False,

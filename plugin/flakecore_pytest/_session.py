@@ -1,22 +1,9 @@
-"""flakecore's pytest plugin: attempt logs and seed pinning (see ``docs/pytest.md``).
+"""What the plugin does once one of its options was given (see ``docs/pytest.md``).
 
-Registered through the ``pytest11`` entry point, so pytest imports it in
-every session; without ``--flakecore-log`` or ``--flakecore-seed`` it adds
-its two options and nothing else (no hook of it runs for a test).  With
-them, one :class:`_Session` is registered for the session:
-
-- ``--flakecore-seed SEED`` pins every random source before collection and
-  before each test's set-up: Python's ``random``, NumPy's global RNG (when
-  installed), Hypothesis (its public ``hypothesis.seed`` decorator on each
-  ``@given`` test) and the environment variable ``FLAKECORE_SEED``;
-- ``--flakecore-log DIR`` appends one SPEC 2 line per attempt to the test's
-  own log in ``DIR`` (:mod:`flakecore.logdir`), one log per test and per
-  xdist worker; without ``--flakecore-seed`` a seed is drawn for the session,
-  pinned and recorded, so that the run can be pinned again.
-
-Only an assertion failure of the test body is a ``miss``; see
-:func:`attempt_result`.  This is the only flakecore module that imports
-pytest; the core never imports it.
+Imported only then (by :func:`flakecore_pytest.pytest_configure`), so an
+idle plugin imports neither this nor flakecore.  :class:`Session` is
+registered for the session; each of its methods is one hook, so lease
+enforcement can be added as one more.
 """
 
 from __future__ import annotations
@@ -41,7 +28,7 @@ from flakecore.logdir import MAIN_WORKER, LogDirectory
 from flakecore.records import Seed
 from flakecore.seeds import fresh_seed, seed_from_text
 
-__all__ = ["SEED_ENV", "attempt_result", "numpy_seed"]
+__all__ = ["SEED_ENV", "Session", "attempt_result", "numpy_seed", "register"]
 
 #: The environment variable that carries the pinned seed's text to the test.
 SEED_ENV = "FLAKECORE_SEED"
@@ -50,34 +37,10 @@ _WORKER_SEED = "flakecore_seed"
 _NAME = "flakecore-session"
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    """The plugin's two options; nothing else happens unless one is given."""
-    group = parser.getgroup("flakecore", "flakecore: attempt logs and seed pinning")
-    group.addoption(
-        "--flakecore-log",
-        metavar="DIR",
-        default=None,
-        help="append one attempt line per test run to one log per test and worker in DIR "
-        "(created if missing; must hold no logs yet)",
-    )
-    group.addoption(
-        "--flakecore-seed",
-        metavar="SEED",
-        default=None,
-        help="pin random, NumPy, Hypothesis and $FLAKECORE_SEED to SEED for each test "
-        "(a canonical decimal integer is an integer seed, anything else a string); "
-        "with --flakecore-log and without this, a seed is drawn for the session",
-    )
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    """Register the session's recorder only when an option of the plugin was given."""
-    log = config.getoption("flakecore_log")
-    text = config.getoption("flakecore_seed")
-    if log is None and text is None:
-        return
+def register(config: pytest.Config, log: str | None, text: str | None) -> None:
+    """Register the session's hooks; a bad option is pytest's usage error (exit 4)."""
     try:
-        session = _Session(config, log, text)
+        session = Session(config, log, text)
     except UsageError as exc:
         raise pytest.UsageError(f"flakecore: {exc}") from None
     config.pluginmanager.register(session, _NAME)
@@ -125,7 +88,7 @@ def numpy_seed(seed: Seed) -> int:
     return int.from_bytes(digest[:4], "big")
 
 
-class _Session:
+class Session:
     """The plugin's hooks for one session that asked for logs or a seed."""
 
     def __init__(self, config: pytest.Config, log: str | None, text: str | None) -> None:
