@@ -13,6 +13,7 @@ forms, exactly as pytest's ``mangle_test_address`` does, and never guess.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import re
 from collections.abc import Iterable
@@ -56,6 +57,13 @@ def junit_form(node_id: str) -> str | None:
     return f"{classname}::{name}" if classname.strip() else name
 
 
+@functools.lru_cache(maxsize=64)
+def _module(file: str) -> tuple[str, str]:
+    """``file`` with ``/`` separators, and pytest's dotted module for it (one per file, cached)."""
+    path = file.replace("\\", "/")
+    return path, _PY_SUFFIX.sub("", path.replace("/", "."))
+
+
 def node_id_from_junit(file: str, classname: str, name: str) -> str | None:
     """The node id of a testcase of pytest's ``xunit1`` JUnit XML, or None.
 
@@ -65,8 +73,7 @@ def node_id_from_junit(file: str, classname: str, name: str) -> str | None:
     path with ``[`` or a class name with ``.``): the caller keeps the JUnit
     convention then, rather than guess.
     """
-    path = file.replace("\\", "/")
-    module = _PY_SUFFIX.sub("", path.replace("/", "."))
+    path, module = _module(file)
     if not path or not name or not module:
         return None
     if classname == module:

@@ -234,16 +234,11 @@ def _handlers(
             case = tc.get("name")
             classname = tc.get("classname")
             # The usual classname (no blanks around it); the id is written as
-            # it is when it needs no escaping, else spliced from the quoted parts.
-            # (pytest's xunit1 testcases, with a ``file``, take the node id: not here.)
-            pytest_file = suite == PYTEST_SUITE and "file" in tc
-            if (
-                case is not None
-                and classname
-                and classname.strip() == classname
-                and not pytest_file
-            ):
-                test_id = f"{classname}::{case}"
+            # it is when it needs no escaping, else spliced from the quoted parts
+            # (pytest's xunit1 testcases: the node id, quoted whole).
+            if case is not None and classname and classname.strip() == classname:
+                node = node_id(tc, suite) if suite == PYTEST_SUITE else None
+                test_id = node or f"{classname}::{case}"
                 if len(test_id) <= max_id and test_id.isascii():
                     time = tc.get("time")
                     timed = durations.get(time)
@@ -263,8 +258,9 @@ def _handlers(
                     else:
                         quoted = quote(case)
                         named = quote(classname)
+                        head = quote(node) if node else f"{named[:-1]}::{quoted[1:]}"
                         records.append(
-                            f"{HEAD}{named[:-1]}::{quoted[1:]}{timed}{tc_line}"
+                            f"{HEAD}{head}{timed}{tc_line}"
                             f"{_CLASSNAME_KEY}{named}{_NAME_KEY}{quoted}{tail}"
                         )
                     ids.append(test_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import flakecore_adapters
 import pytest
@@ -99,3 +100,17 @@ def test_pytest_json_ids_are_never_aliased() -> None:
             io.BytesIO(data), test_id="tests/test_a.py::TestA::test_x[1]"
         )
     ] == []
+
+
+IDS = Path(__file__).resolve().parents[1] / "fixtures" / "reports" / "pytest-ids"
+
+
+@pytest.mark.parametrize("report", ["xunit1.xml", "xunit2.xml", "report.json", "reportlog.jsonl"])
+def test_both_paths_give_the_same_bytes_for_node_ids(report: str) -> None:
+    # xunit1's plain passes take the text path's fast lane with their node id (quoted
+    # whole when it needs escaping: q"uote, back\slash): byte for byte the object path.
+    text = b"".join(flakecore_adapters.iter_jsonl(IDS / report))
+    objects = io.BytesIO()
+    flakecore_adapters.write_jsonl(flakecore_adapters.iter_attempts(IDS / report), objects)
+    assert text == objects.getvalue()
+    assert b'"test_id":"tests/test_ids.py::test_param[q\\"uote]"' in text or report == "xunit2.xml"
