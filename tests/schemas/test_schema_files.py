@@ -58,6 +58,7 @@ KINDS = (
     "freeze-record",
     "lease",
     "ledger-row",
+    "log-index-line",
 )
 #: Records flakecore writes must name their format; input packets may leave it out.
 EMITTED = ("attempt-record", "attempts-summary", "decision", "freeze-record", "lease", "ledger-row")
@@ -205,7 +206,7 @@ def test_the_blank_class_is_pythons_whitespace() -> None:
         assert (ch.strip() == "") is (re.search(pattern, ch) is None)
 
 
-@pytest.mark.parametrize("kind", [k for k in KINDS if k != "attempt-line"])
+@pytest.mark.parametrize("kind", [k for k in KINDS if k not in ("attempt-line", "log-index-line")])
 def test_format_fields(kind: str) -> None:
     doc, fields = schema(kind), props(kind)
     assert fields["format"]["const"] == f"flakecore.{kind}"
