@@ -38,7 +38,7 @@ from flakecore.codes import AdmitCode, AttemptResult, Outcome
 from flakecore.digest import file_sha256, is_digest
 from flakecore.errors import FlakecoreError, InputError, UsageError
 from flakecore.evidence import Attempt, blocking_flags
-from flakecore.gate._runtime import (
+from flakecore.gate.runtime import (
     CommandRun,
     atomic_write,
     child_env,

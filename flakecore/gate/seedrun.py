@@ -32,7 +32,8 @@ from flakecore.budget import BudgetDecision, budget, budget_verdict
 from flakecore.codes import AttemptResult, BudgetCode
 from flakecore.digest import canonical_json_sha256, sha256_bytes
 from flakecore.errors import InputError, UsageError
-from flakecore.gate._runtime import (
+from flakecore.gate.replay import DEFAULT_MISS_EXIT_CODES
+from flakecore.gate.runtime import (
     CommandRun,
     atomic_write,
     child_env,
@@ -40,7 +41,6 @@ from flakecore.gate._runtime import (
     run_command,
     substitute,
 )
-from flakecore.gate.replay import DEFAULT_MISS_EXIT_CODES
 from flakecore.gate.worktree import GitError, read_blob, repo_toplevel, resolve_commit
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import BudgetPacket, Seed

@@ -81,6 +81,15 @@ def test_pytest_plugin_is_registered_and_idle_it_imports_no_flakecore() -> None:
     assert not [m for m in pulled if m.startswith(("flakecore_adapters", "flakecore.cli"))]
 
 
+def test_the_cli_imports_no_private_gate_module() -> None:
+    cli = Path(flakecore.__file__).parent / "cli"
+    private = re.compile(r"^\s*(?:from|import)\s+(flakecore\.gate\._\w+)", re.MULTILINE)
+    modules = sorted(cli.glob("*.py"))
+    assert len(modules) > 5
+    for module in modules:
+        assert private.findall(module.read_text()) == [], module.name
+
+
 def test_version_from_metadata_and_py_typed() -> None:
     assert flakecore.__version__ == version("flakecore")
     assert (Path(flakecore.__file__).parent / "py.typed").is_file()
