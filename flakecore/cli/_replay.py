@@ -223,7 +223,10 @@ def _report_judge(args: argparse.Namespace) -> ReportJudge:
     def read(path: Path) -> Iterable[Attempt]:
         return iter_attempts(os.fspath(path), format=fmt, source_name=report, test_id=test_id)
 
-    return ReportJudge(report=report, test_id=test_id, read=read)
+    def ids(path: Path) -> Iterable[str]:
+        return cast(Iterable[str], module.iter_test_ids(os.fspath(path), format=fmt))
+
+    return ReportJudge(report=report, test_id=test_id, read=read, ids=ids)
 
 
 def _progress(attempt: int, total: int, misses: int) -> None:

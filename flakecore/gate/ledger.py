@@ -19,7 +19,6 @@ malformed or rebound record instead of trusting that it was fine once.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import re
@@ -33,12 +32,13 @@ from flakecore._fields import MISSING, is_nonblank
 from flakecore.budget import BudgetDecision, budget, budget_verdict, ledger_row
 from flakecore.codes import BudgetCode, DecideCode
 from flakecore.decide import decide
-from flakecore.errors import InputError, UsageError
+from flakecore.errors import InputError
 from flakecore.gate.seedrun import BUDGET_RUN_FORMAT, observation_packet
 from flakecore.gate.vote import DECIDE_PACKET_FORMAT
 from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object, read_file
 from flakecore.lease import LEASE_FORMAT, format_version_ok, lease_problems
 from flakecore.policy import DEFAULT_POLICY, Policy
+from flakecore.testids import id_digest
 
 __all__ = [
     "DECIDE_PACKET_FORMAT",
@@ -78,11 +78,7 @@ _RECORD_NAME = re.compile(r"[0-9a-f]{64}\.json")
 
 def record_file_name(test_id: str) -> str:
     """``sha256(test_id as UTF-8)`` in hex, plus ``.json``: never a path built from the id."""
-    try:
-        data = test_id.encode("utf-8")
-    except UnicodeEncodeError:
-        raise UsageError("test id is not valid Unicode text") from None
-    return hashlib.sha256(data).hexdigest() + ".json"
+    return id_digest(test_id) + ".json"
 
 
 def utc_today(now: dt.datetime) -> dt.date:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import stat
 import subprocess
@@ -47,6 +46,7 @@ from flakecore.gate.runtime import (
 from flakecore.gate.worktree import GitError, read_blob, repo_toplevel, resolve_commit
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import BudgetPacket, Seed
+from flakecore.seeds import seed_from_text
 
 __all__ = [
     "BUDGET_RUN_FORMAT",
@@ -62,7 +62,6 @@ __all__ = [
 
 #: ``format`` of the record ``budget-run`` writes (``budget.json``).
 BUDGET_RUN_FORMAT = "flakecore.budget-run"
-_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
 #: How a fixture was digested: ``canonical-json`` or ``file`` (raw bytes).
 DigestKind = str
 
@@ -81,7 +80,7 @@ def fixture_digest(data: bytes) -> tuple[str, DigestKind]:
 
 
 def parse_seeds(text: str) -> tuple[Seed, ...]:
-    """``11,23,47`` -> ``(11, 23, 47)``; a token that is not a decimal integer stays a string.
+    """``11,23,47`` -> ``(11, 23, 47)``; each token read by :func:`~flakecore.seeds.seed_from_text`.
 
     Only canonical decimals become integers: ``007`` stays the string ``"007"``
     (reading it as ``7`` would silently run another seed).
@@ -93,7 +92,7 @@ def parse_seeds(text: str) -> tuple[Seed, ...]:
         token = raw.strip()
         if not token:
             raise UsageError(f"--seeds {text!r}: empty seed")
-        seeds.append(int(token) if _INTEGER.fullmatch(token) else token)
+        seeds.append(seed_from_text(token))
     return tuple(seeds)
 
 
