@@ -17,7 +17,8 @@ import attrs
 
 from flakecore._fields import is_int, is_seed
 from flakecore.codes import AttemptResult, LogStatus
-from flakecore.errors import InputError
+from flakecore.errors import InputError, MissingInputError
+from flakecore.files import open_append, open_stream
 from flakecore.jsonio import compact_line, load_object
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import Seed
@@ -73,7 +74,8 @@ class AttemptWriter:
     Each line is one ``O_APPEND`` write, flushed and fsynced before
     :meth:`append` returns, so a crash leaves at most one truncated last line
     (which the reducer refuses) and never a reordered one.  The file is
-    created exclusively: a second writer on the same file is an error.
+    created exclusively and never through a symlink: a second writer on the
+    same file, or any existing name, is ``FileExistsError``.
     """
 
     def __init__(self, path: str | os.PathLike[str], seed: Seed) -> None:
@@ -82,7 +84,7 @@ class AttemptWriter:
         self.path = Path(path)
         self.seed = seed
         self._n = 0
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        self._fd = open_append(self.path, new=True)
 
     def append(self, result: AttemptResult) -> int:
         """Record one started attempt; returns its number ``n``."""
@@ -168,8 +170,10 @@ def reduce_logs(
     Each file is checked on its own (numbered from 1) and the counts are
     summed; every file must carry the same seed.  The reducer only counts:
     whether the count is within the attempt cap is ``admit``'s question.
-    Unreadable files raise :class:`~flakecore.errors.InputError`; everything
-    else wrong is an ``INCOMPLETE`` summary.
+    Files are opened through :mod:`flakecore.files`: a missing one raises
+    :class:`~flakecore.errors.MissingInputError`, a FIFO, device or escaping
+    symlink :class:`~flakecore.errors.UnusableInputError`; everything else
+    wrong is an ``INCOMPLETE`` summary.
     """
     names = tuple(os.fspath(p) for p in paths)
     attempts = misses = 0
@@ -192,7 +196,7 @@ def reduce_logs(
     limit = policy.max_log_lines
     for name in names:
         try:
-            with open(name, "rb") as fh:
+            with open_stream(name) as fh:
                 expected_n = 1
                 while raw := fh.readline(MAX_LINE_BYTES + 1):
                     number = expected_n
@@ -231,8 +235,6 @@ def reduce_logs(
                     return summary(LogStatus.INCOMPLETE, f"{name}: empty log")
         except _Refusal as refusal:
             return summary(LogStatus.INCOMPLETE, refusal.reason)
-        except FileNotFoundError:
-            raise InputError("no such file", source=name) from None
         except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror}", source=name) from None
+            raise MissingInputError(f"cannot read: {exc.strerror}", source=name) from None
     return summary(LogStatus.COMPLETE)

@@ -12,6 +12,7 @@ import re
 from typing import BinaryIO
 
 from flakecore.errors import InputError, LimitError, UsageError
+from flakecore.files import open_stream
 
 __all__ = ["CHUNK", "FORMATS", "Reader", "check_prefix", "open_report", "sniff"]
 
@@ -126,15 +127,8 @@ def open_report(
     """``(stream, source name, we opened it)`` for a path or an open binary stream."""
     if isinstance(path_or_stream, (str, os.PathLike)):
         name = os.fspath(path_or_stream)
-        try:
-            stream: BinaryIO = open(name, "rb")  # noqa: SIM115 - closed by the caller
-        except FileNotFoundError:
-            raise InputError("no such file", source=source or name) from None
-        except IsADirectoryError:
-            raise InputError("is a directory", source=source or name) from None
-        except OSError as exc:
-            raise InputError(f"cannot open: {exc.strerror or exc}", source=source or name) from None
-        return stream, source or name, True
+        # Regular files only, no symlink out of its directory, never a blocking open.
+        return open_stream(name, source=source or name), source or name, True
     if not hasattr(path_or_stream, "read"):
         raise UsageError("iter_attempts needs a path or a binary stream")
     name = source or str(getattr(path_or_stream, "name", "<stream>"))

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from flakecore.classify import ClassifyDecision
-from flakecore.cli._common import die, first_failure, parse_now, write_json_line
+from flakecore.cli._common import die, first_failure, input_exit, parse_now, write_json_line
 from flakecore.cli._output import (
     GithubOutput,
     SummaryRow,
@@ -32,22 +32,21 @@ from flakecore.cli._output import (
     output_format,
 )
 from flakecore.decide import decide
-from flakecore.errors import InputError, UsageError
+from flakecore.errors import InputError, MissingInputError, UsageError
 from flakecore.exits import (
     EXIT_CANTCREAT,
-    EXIT_DATAERR,
     EXIT_GUARD_TRIPPED,
     EXIT_INVALID_RECORDS,
     EXIT_LEASE_REFUSED,
     EXIT_NOINPUT,
     EXIT_OK,
 )
+from flakecore.files import write_atomic
 from flakecore.gate.config import GateConfig
 from flakecore.gate.guard import GitError, run_guard
 from flakecore.gate.ledger import (
     RecordCheck,
     apply_budget,
-    atomic_write_bytes,
     check_directory,
     check_record,
     read_record,
@@ -104,7 +103,7 @@ def _write(path: str, data: bytes, *, make_dir: str | None = None) -> None:
     try:
         if make_dir is not None:
             os.makedirs(make_dir, exist_ok=True)
-        atomic_write_bytes(path, data)
+        write_atomic(path, data)
     except OSError as exc:
         raise RecordWriteError(path, exc.strerror or str(exc)) from None
 
@@ -525,14 +524,14 @@ def _check_target(
     patch_hash: str | None,
     oracle: str | None,
 ) -> list[RecordCheck]:
-    if os.path.isdir(target) or not os.path.exists(target):
+    if os.path.isdir(target) or not os.path.lexists(target):
         return check_directory(
             target, now=now, policy=config.policy, patch_hash=patch_hash, oracle_version=oracle
         )
     try:
         data = read_record(target)
     except InputError as exc:
-        if exc.message.startswith(("no such file", "cannot read")):
+        if isinstance(exc, MissingInputError):
             raise
         return [RecordCheck(path=target, kind="unknown", test_id=None, problems=(str(exc),))]
     return [
@@ -671,9 +670,7 @@ def _run_ledger_apply(args: argparse.Namespace) -> int:
         try:
             packet = read_record(path)
         except InputError as exc:
-            code = (
-                EXIT_NOINPUT if exc.message.startswith(("no such", "cannot read")) else EXIT_DATAERR
-            )
+            code = input_exit(exc)
             exits.append(code)
             _print_unreadable_packet(fmt, gh, path, exc, code)
             continue

@@ -29,6 +29,7 @@ import attrs
 
 from flakecore.errors import UsageError
 from flakecore.exits import EXIT_IOERR, EXIT_OK
+from flakecore.files import open_append
 from flakecore.gate.config import GateConfig, load_config, parse_policy_override
 
 __all__ = [
@@ -184,7 +185,7 @@ def append_step_summary(
     if not path:
         return None
     try:
-        with open(path, "a", encoding="utf-8", newline="\n") as fh:
+        with open(open_append(path, new=False), "a", encoding="utf-8", newline="\n") as fh:
             fh.write(summary_markdown(title, rows))
     except OSError as exc:
         return f"cannot append to ${_SUMMARY_ENV} ({path}): {exc.strerror}"

@@ -32,7 +32,7 @@ from typing import Any, Final
 import attrs
 
 from flakecore.errors import InputError, UsageError
-from flakecore.jsonio import read_file
+from flakecore.files import read_bytes
 from flakecore.policy import DEFAULT_POLICY, Policy
 
 __all__ = [
@@ -70,6 +70,8 @@ CONFIG_KEYS: Final = (*POLICY_KEYS, *_PATH_KEYS, *_GLOB_KEYS)
 _TOOL_TABLE = re.compile(rb'^[ \t]*(?:\[[ \t]*)?"?tool"?[ \t]*\.[ \t]*"?flakecore\b', re.MULTILINE)
 _TOOL_HEADER = re.compile(rb'^[ \t]*\[[ \t]*"?tool"?[ \t]*\]', re.MULTILINE)
 _INT = re.compile(r"-?[0-9]+")
+#: A pyproject.toml larger than this is refused, not cut short.
+_MAX_CONFIG_BYTES: Final = 1 << 20
 _FLAKECORE_KEY = re.compile(rb'^[ \t]*"?flakecore"?[ \t]*[.=]', re.MULTILINE)
 
 
@@ -125,12 +127,14 @@ def find_pyproject(start: str = ".") -> str | None:
     """The nearest ``pyproject.toml`` from ``start`` upwards, stopping at the repository root.
 
     The repository root is the first directory holding ``.git``; without
-    one the search goes on to the filesystem root.
+    one the search goes on to the filesystem root.  Any entry of that name
+    counts (a FIFO or an escaping symlink is then refused by the reader, not
+    skipped in favour of a parent's file).
     """
     here = os.path.abspath(start)
     while True:
         candidate = os.path.join(here, "pyproject.toml")
-        if os.path.isfile(candidate):
+        if os.path.lexists(candidate):
             return candidate
         if os.path.exists(os.path.join(here, ".git")):
             return None
@@ -225,7 +229,7 @@ def load_config(path: str | None = None, *, start: str = ".") -> GateConfig:
     found = path if explicit else find_pyproject(start)
     if found is None:
         return GateConfig(root=os.path.abspath(start) if start != "." else ".")
-    data = read_file(found, 1 << 20)
+    data = read_bytes(found, _MAX_CONFIG_BYTES)
     root = os.path.dirname(os.path.abspath(found))
     loads = _loader()
     if loads is None:
