@@ -32,6 +32,7 @@ from gate.support import (
     PATCH,
     REVIEWER,
     TEST_ID,
+    cli,
     lease_record,
     lease_report,
 )
@@ -252,21 +253,13 @@ def workspace_for(tmp_path: Path) -> Callable[[Verb], Workspace]:
 
 
 def _run(ws: Workspace, argv: list[str]) -> subprocess.CompletedProcess[str]:
-    env = ws.repo.env() if ws.repo is not None else dict(os.environ)
-    env.pop("GITHUB_STEP_SUMMARY", None)
-    cwd = ws.repo.path if ws.repo is not None else ws.evidence
-    read_end, write_end = os.pipe()  # stdin that never ends: a read of it blocks
+    """The CLI with standard input a pipe that never ends: a read of it blocks."""
+    read_end, write_end = os.pipe()
     try:
-        return subprocess.run(
-            [sys.executable, "-m", "flakecore", *argv],
-            cwd=cwd,
-            env=env,
-            stdin=read_end,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,  # a guard against a hang, not the assertion
-        )
+        if ws.repo is None:
+            return cli(*argv, cwd=ws.evidence, stdin=read_end, timeout=120)
+        env = {"TMPDIR": str(ws.repo.tmp)}
+        return cli(*argv, cwd=ws.repo.path, env=env, stdin=read_end, timeout=120)
     finally:
         os.close(read_end)
         os.close(write_end)
@@ -281,15 +274,18 @@ def _plant(ws: Workspace, verb: Verb, kind: Kind) -> str:
     return kind.plant(ws.evidence, verb.file_name, content)
 
 
-CASES = [
-    pytest.param(verb, kind, id=f"{verb.name} <- {kind.name}", marks=[pytest.mark.e2e] * verb.git)
-    for verb in VERBS
-    for kind in HOSTILE
-    if kind.name not in verb.skip
-]
+def _cases(kinds: tuple[Kind, ...]) -> list[object]:
+    return [
+        pytest.param(
+            verb, kind, id=f"{verb.name} <- {kind.name}", marks=[pytest.mark.e2e] * verb.git
+        )
+        for verb in VERBS
+        for kind in kinds
+        if kind.name not in verb.skip
+    ]
 
 
-@pytest.mark.parametrize(("verb", "kind"), CASES)
+@pytest.mark.parametrize(("verb", "kind"), _cases(HOSTILE))
 def test_hostile_files_are_refused_on_one_line_and_nothing_is_written(
     workspace_for: Callable[[Verb], Workspace], verb: Verb, kind: Kind
 ) -> None:
@@ -306,14 +302,7 @@ def test_hostile_files_are_refused_on_one_line_and_nothing_is_written(
     assert snapshot(ws.root) == before
 
 
-HONEST_CASES = [
-    pytest.param(verb, kind, id=f"{verb.name} <- {kind.name}", marks=[pytest.mark.e2e] * verb.git)
-    for verb in VERBS
-    for kind in HONEST
-]
-
-
-@pytest.mark.parametrize(("verb", "kind"), HONEST_CASES)
+@pytest.mark.parametrize(("verb", "kind"), _cases(HONEST))
 def test_the_honest_twins_are_read(
     workspace_for: Callable[[Verb], Workspace], verb: Verb, kind: Kind
 ) -> None:
