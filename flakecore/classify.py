@@ -25,7 +25,7 @@ from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import CLASSIFY_FIELDS, ClassifyReport
 from flakecore.timeutil import format_rfc3339, parse_rfc3339
 
-__all__ = ["ClassifyDecision", "classify", "freeze_allowed", "lease_problems"]
+__all__ = ["ClassifyDecision", "classify", "freeze_allowed", "lease_window_problems"]
 
 _REPLAY_KEYS = frozenset({"attempt_id", "passed", "exit_code", "duration_s"})
 
@@ -104,10 +104,13 @@ def _replay_problems(replays: object) -> list[str]:
     return problems
 
 
-def lease_problems(
+def lease_window_problems(
     owner: object, expires_at: object, *, now: dt.datetime, policy: Policy = DEFAULT_POLICY
 ) -> list[str]:
     """Why a lease with this owner and expiry may not open (empty list: it may).
+
+    Only the owner/expiry window: a stored lease *record* is judged as a whole
+    by :func:`flakecore.lease.lease_problems`.
 
     The expiry must be timezone-aware, strictly after ``now`` and no later
     than ``now`` plus the policy's maximum lease: a 2099 expiry is a
@@ -176,7 +179,7 @@ def classify(
         greens = sum(1 for r in replays if r["passed"] is True)
         lease: list[str] = []
         if code is ClassifyClass.FLAKE:
-            lease = lease_problems(
+            lease = lease_window_problems(
                 data.get("owner", MISSING), data.get("expires_at", MISSING), now=now, policy=policy
             )
         allowed = code is ClassifyClass.FLAKE and not lease

@@ -10,7 +10,6 @@ Ctrl-C still removes the worktree before the process exits.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import shlex
 import subprocess
@@ -19,17 +18,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, cast
 
-from flakecore.cli._common import die, write_json_line
-from flakecore.cli._output import (
-    GithubOutput,
-    SummaryRow,
-    add_config_arguments,
-    config_from_args,
-)
+from flakecore.cli._common import adapters, die
+from flakecore.cli._config import add_config_arguments, config_from_args
+from flakecore.cli._github import SummaryRow
+from flakecore.cli._output import Output, Result, reason_text
+from flakecore.decision import Decision
 from flakecore.errors import UsageError
 from flakecore.evidence import Attempt
-from flakecore.exits import EXIT_CANTCREAT, EXIT_IOERR, EXIT_SOFTWARE
-from flakecore.gate._runtime import Terminated, remove_file, signals_raise
+from flakecore.exits import EXIT_CANTCREAT, EXIT_IOERR
 from flakecore.gate.replay import (
     ExitStatusJudge,
     Judge,
@@ -37,6 +33,7 @@ from flakecore.gate.replay import (
     ReportJudge,
     run_replay,
 )
+from flakecore.gate.runtime import Terminated, remove_file, signals_raise
 from flakecore.gate.seedrun import BudgetRunRequest, parse_seeds, run_budget
 
 __all__ = ["register"]
@@ -195,24 +192,12 @@ def _output_fd() -> int:
 _IterAttempts = Callable[..., Iterable[Attempt]]
 
 
-class _MissingExtra(Exception):
-    """``--report`` without the adapters installed (exit 70, like a missing schemas extra)."""
-
-
 def _report_judge(args: argparse.Namespace) -> ReportJudge:
     if args.test_id is None:
         raise UsageError("replay: --report needs --test-id (the one test to read from it)")
-    try:
-        adapters = importlib.import_module("flakecore_adapters")
-    except ImportError as exc:
-        raise _MissingExtra(
-            f"replay: --report needs the adapters (pip install 'flakecore[adapters]'): {exc}"
-        ) from None
-    iter_attempts = cast(_IterAttempts, adapters.iter_attempts)
+    module = adapters("replay --report", report_format=args.format)
+    iter_attempts = cast(_IterAttempts, module.iter_attempts)
     fmt, report, test_id = args.format, args.report, args.test_id
-    formats = tuple(getattr(adapters, "FORMATS", ()))
-    if fmt != "auto" and fmt not in formats:
-        raise UsageError(f"replay: --format {fmt!r}: expected auto or one of {', '.join(formats)}")
 
     def read(path: Path) -> Iterable[Attempt]:
         return iter_attempts(os.fspath(path), format=fmt, source_name=report, test_id=test_id)
@@ -238,21 +223,22 @@ def _github_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _finish(args: argparse.Namespace, verb: str, test: str, evidence: str, decision: Any) -> int:
-    """The exit code, after the GitHub annotation and summary row when ``--github``."""
-    if not args.github:
-        return int(decision.exit_code)
-    github = GithubOutput(f"flakecore {verb}")
-    row = SummaryRow(
+def _output(args: argparse.Namespace, verb: str) -> Output:
+    """``--json`` or text, and with ``--github`` also the annotation and the summary row."""
+    forms = ["json" if args.json else "text"] + (["github"] if args.github else [])
+    return Output(f"flakecore {verb}", *forms)
+
+
+def _row(test: str, evidence: str, decision: Decision[Any]) -> SummaryRow:
+    return SummaryRow(
         test=test,
         policy=decision.policy.value,
         code=decision.code.value,
-        reason="; ".join(decision.reasons),
+        exit=decision.exit_code,
+        reason=reason_text(decision),
         evidence=evidence,
         refused=not decision.accepted,
     )
-    github.add(row)
-    return github.finish(int(decision.exit_code))
 
 
 def _run_replay(args: argparse.Namespace) -> int:
@@ -262,10 +248,7 @@ def _run_replay(args: argparse.Namespace) -> int:
     remove_file(out)
     judge: Judge
     if args.report is not None:
-        try:
-            judge = _report_judge(args)
-        except _MissingExtra as exc:
-            return die(str(exc), EXIT_SOFTWARE)
+        judge = _report_judge(args)
     else:
         judge = ExitStatusJudge(_miss_codes(args.miss_exit_codes))
     request = ReplayRequest(
@@ -305,19 +288,23 @@ def _run_replay(args: argparse.Namespace) -> int:
     except OSError as exc:
         return die(f"{exc.filename or out}: I/O error: {exc.strerror}", EXIT_IOERR)
     decision = outcome.decision
-    if args.json:
-        write_json_line({**decision.to_json(), "input": "replay", **outcome.to_json()})
-    else:
-        runs = outcome.attempts
-        misses = sum(r.result.value == "miss" for r in runs)
-        line = (
-            f"exit={decision.exit_code} admit={decision.code.value} "
-            f"base_misses={misses}/{len(runs)} -- " + "; ".join(decision.reasons)
+    runs = outcome.attempts
+    misses = sum(r.result.value == "miss" for r in runs)
+    text = [
+        f"exit={decision.exit_code} admit={decision.code.value} "
+        f"base_misses={misses}/{len(runs)} -- {reason_text(decision)}"
+    ]
+    if outcome.freeze is not None:
+        text.append(f"freeze record: {out}")
+    output = _output(args, "replay")
+    output.emit(
+        Result(
+            json={**decision.to_json(), "input": "replay", **outcome.to_json()},
+            text=text,
+            row=_row(args.test_id or args.property_file, args.out, decision),
         )
-        print(line, flush=True)
-        if outcome.freeze is not None:
-            print(f"freeze record: {out}", flush=True)
-    return _finish(args, "replay", args.test_id or args.property_file, args.out, decision)
+    )
+    return output.finish(decision.exit_code)
 
 
 def _run_budget(args: argparse.Namespace) -> int:
@@ -351,19 +338,18 @@ def _run_budget(args: argparse.Namespace) -> int:
     except OSError as exc:
         return die(f"{exc.filename or out}: I/O error: {exc.strerror}", EXIT_IOERR)
     decision = outcome.decision
-    if args.json:
-        write_json_line(
-            {
+    line = f"exit={decision.exit_code} budget={decision.code.value} -- {reason_text(decision)}"
+    output = _output(args, "budget-run")
+    output.emit(
+        Result(
+            json={
                 **decision.to_json(),
                 "input": "budget-run",
                 "packet": outcome.packet,
                 "record": outcome.record,
-            }
+            },
+            text=[line],
+            row=_row(args.test_id, args.out, decision),
         )
-    else:
-        print(
-            f"exit={decision.exit_code} budget={decision.code.value} -- "
-            + "; ".join(decision.reasons),
-            flush=True,
-        )
-    return _finish(args, "budget-run", args.test_id, args.out, decision)
+    )
+    return output.finish(decision.exit_code)

@@ -39,7 +39,7 @@ from flakecore.digest import file_sha256, is_digest
 from flakecore.errors import FlakecoreError, InputError, MissingInputError, UsageError
 from flakecore.evidence import Attempt, blocking_flags
 from flakecore.files import write_atomic
-from flakecore.gate._runtime import (
+from flakecore.gate.runtime import (
     CommandRun,
     child_env,
     remove_file,

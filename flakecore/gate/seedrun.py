@@ -34,14 +34,14 @@ from flakecore.codes import AttemptResult, BudgetCode
 from flakecore.digest import canonical_json_sha256, sha256_bytes
 from flakecore.errors import InputError, UsageError
 from flakecore.files import MAX_FILE_BYTES, read_bytes, write_atomic
-from flakecore.gate._runtime import (
+from flakecore.gate.replay import DEFAULT_MISS_EXIT_CODES
+from flakecore.gate.runtime import (
     CommandRun,
     child_env,
     remove_file,
     run_command,
     substitute,
 )
-from flakecore.gate.replay import DEFAULT_MISS_EXIT_CODES
 from flakecore.gate.worktree import GitError, read_blob, repo_toplevel, resolve_commit
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import BudgetPacket, Seed

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import TracebackType
 
 from flakecore.errors import FlakecoreError
-from flakecore.gate._runtime import child_env, signals_deferred
+from flakecore.gate.runtime import child_env, signals_deferred
 
 __all__ = [
     "DetachedWorktree",

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from flakecore.attempts import AttemptWriter, reduce_logs
 from flakecore.cli._common import input_exit
-from flakecore.cli._output import SummaryRow, append_step_summary
+from flakecore.cli._github import SummaryRow, append_step_summary
 from flakecore.codes import AttemptResult, LogStatus
 from flakecore.digest import file_sha256
 from flakecore.errors import InputError, LimitError, MissingInputError, UnusableInputError
@@ -289,7 +289,9 @@ def test_appends_refuse_everything_but_a_regular_file(tmp_path: Path, kind: str)
 
 def test_the_step_summary_is_appended_only_to_a_regular_file(tmp_path: Path) -> None:
     outside = _outside(tmp_path)
-    row = SummaryRow(test="t", policy="decide", code="OK", reason="r", evidence="e", refused=False)
+    row = SummaryRow(
+        test="t", policy="decide", code="OK", exit=0, reason="r", evidence="e", refused=False
+    )
     link = tmp_path / "summary-link.md"
     link.symlink_to(outside)
     error = append_step_summary("title", [row], {"GITHUB_STEP_SUMMARY": str(link)})
@@ -299,4 +301,4 @@ def test_the_step_summary_is_appended_only_to_a_regular_file(tmp_path: Path) -> 
     honest.write_text("earlier\n")
     assert append_step_summary("title", [row], {"GITHUB_STEP_SUMMARY": str(honest)}) is None
     text = honest.read_text()
-    assert text.startswith("earlier\n### title") and "| t | decide | OK |" in text
+    assert text.startswith("earlier\n### title") and "| t | decide | OK | accepted | 0 |" in text
