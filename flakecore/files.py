@@ -7,7 +7,9 @@ file outside the repository, or a symlink at the name of a temporary file so
 that a write lands somewhere else.  So there is exactly one way in and one
 way out.
 
-Reads (:func:`read_bytes`, :func:`open_stream`):
+Reads (:func:`read_bytes`, :func:`iter_chunks`, :func:`open_stream`, and
+:func:`read_bytes_at` for a reader that walks a tree one directory fd at a
+time and follows no symlink at all):
 
 - only a **regular file** is read; a FIFO, a device or a socket is refused
   (:class:`~flakecore.errors.UnusableInputError`) after ``lstat``, before it
@@ -64,6 +66,7 @@ __all__ = [
     "open_append",
     "open_stream",
     "read_bytes",
+    "read_bytes_at",
     "write_atomic",
 ]
 
@@ -141,25 +144,28 @@ def _kernel_file(seen: os.stat_result, where: str) -> None:
         )
 
 
-def _open_regular(path: str | os.PathLike[str], source: str | None) -> tuple[int, os.stat_result]:
-    """An fd on the regular file at ``path`` (confined symlinks resolved), and its stat."""
-    name = os.fspath(path)
-    where = source or name
+def _resolve(name: str, where: str) -> tuple[str, os.stat_result]:
+    """The name to open and what ``lstat`` saw there: a confined symlink resolved, once."""
     try:
         seen = os.lstat(name)
         _kernel_file(seen, where)
-        if stat.S_ISLNK(seen.st_mode):
-            target = _confined(name, where)
-            try:
-                seen = os.lstat(target)
-            except FileNotFoundError:
-                raise MissingInputError(
-                    f"no such file (a symlink to {target!r}, which is missing)", source=where
-                ) from None
-            _kernel_file(seen, where)
-            name = target
+        if not stat.S_ISLNK(seen.st_mode):
+            return name, seen
+        target = _confined(name, where)
+        try:
+            seen = os.lstat(target)
+        except FileNotFoundError:
+            raise MissingInputError(
+                f"no such file (a symlink to {target!r}, which is missing)", source=where
+            ) from None
+        _kernel_file(seen, where)
+        return target, seen
     except OSError as exc:
         raise _unreadable(exc, where) from None
+
+
+def _open_seen(name: str, seen: os.stat_result, where: str, dir_fd: int | None = None) -> int:
+    """An fd on the regular file ``lstat`` saw at ``name``; anything else refused unopened."""
     if stat.S_ISDIR(seen.st_mode):
         raise MissingInputError("cannot read: is a directory", source=where)
     if not stat.S_ISREG(seen.st_mode):
@@ -167,7 +173,7 @@ def _open_regular(path: str | os.PathLike[str], source: str | None) -> tuple[int
             f"refused: not a regular file but {_kind(seen.st_mode)}", source=where
         )
     try:
-        fd = os.open(name, _READ)
+        fd = os.open(name, _READ, dir_fd=dir_fd)
     except OSError as exc:
         raise _unreadable(exc, where) from None
     opened = os.fstat(fd)
@@ -176,7 +182,30 @@ def _open_regular(path: str | os.PathLike[str], source: str | None) -> tuple[int
     ):
         os.close(fd)
         raise UnusableInputError("refused: the file was replaced while it was opened", source=where)
-    return fd, opened
+    return fd
+
+
+def _chunks(fd: int, size: int, limit: int, where: str) -> Iterator[bytes]:
+    """Everything ``fd`` reads (closed at the end), refused once past ``limit`` bytes."""
+    with open(fd, "rb", buffering=0, closefd=True) as fh:
+        if size > limit:
+            raise LimitError(f"larger than {limit} bytes", source=where)
+        total = 0
+        want = min(size + 1, _CHUNK)  # a small file: one read, and one to see its end
+        while True:
+            try:
+                chunk = fh.read(want)
+            except OSError as exc:
+                raise MissingInputError(
+                    f"cannot read: {exc.strerror or exc}", source=where
+                ) from None
+            if not chunk:
+                return
+            total += len(chunk)
+            if total > limit:
+                raise LimitError(f"larger than {limit} bytes", source=where)
+            yield chunk
+            want = min(_CHUNK, limit + 1 - total)
 
 
 def open_stream(path: str | os.PathLike[str], *, source: str | None = None) -> BinaryIO:
@@ -186,7 +215,9 @@ def open_stream(path: str | os.PathLike[str], *, source: str | None = None) -> B
     (default: ``path``).  Raises :class:`MissingInputError` or
     :class:`UnusableInputError`.
     """
-    fd, _ = _open_regular(path, source)
+    where = source or os.fspath(path)
+    name, seen = _resolve(os.fspath(path), where)
+    fd = _open_seen(name, seen, where)
     return open(os.fspath(path), "rb", opener=lambda _name, _flags: fd)
 
 
@@ -199,31 +230,31 @@ def iter_chunks(
     read; one that grows past it is refused at the first byte over.
     """
     where = source or os.fspath(path)
-    fd, seen = _open_regular(path, source)
-    with open(fd, "rb", buffering=0, closefd=True) as fh:
-        if seen.st_size > limit:
-            raise LimitError(f"larger than {limit} bytes", source=where)
-        total = 0
-        size = min(seen.st_size + 1, _CHUNK)  # a small file: one read, and one to see its end
-        while True:
-            try:
-                chunk = fh.read(size)
-            except OSError as exc:
-                raise MissingInputError(
-                    f"cannot read: {exc.strerror or exc}", source=where
-                ) from None
-            if not chunk:
-                return
-            total += len(chunk)
-            if total > limit:
-                raise LimitError(f"larger than {limit} bytes", source=where)
-            yield chunk
-            size = min(_CHUNK, limit + 1 - total)
+    name, seen = _resolve(os.fspath(path), where)
+    yield from _chunks(_open_seen(name, seen, where), seen.st_size, limit, where)
 
 
 def read_bytes(path: str | os.PathLike[str], limit: int, *, source: str | None = None) -> bytes:
     """The whole regular file at ``path``, refused (:class:`LimitError`) over ``limit`` bytes."""
     return b"".join(iter_chunks(path, limit, source=source))
+
+
+def read_bytes_at(dir_fd: int, name: str, limit: int, *, source: str) -> bytes:
+    """The regular file ``name`` in the open directory ``dir_fd``; no symlink is followed.
+
+    For readers that walk a tree themselves, one directory fd at a time (the
+    base-only trust check): every rule above holds, and a symlink at ``name``
+    is refused (:class:`UnusableInputError`) wherever it points.
+    """
+    try:
+        seen = os.lstat(name, dir_fd=dir_fd)
+    except OSError as exc:
+        raise _unreadable(exc, source) from None
+    _kernel_file(seen, source)
+    if stat.S_ISLNK(seen.st_mode):
+        raise UnusableInputError("refused: a symlink", source=source)
+    fd = _open_seen(name, seen, source, dir_fd)
+    return b"".join(_chunks(fd, seen.st_size, limit, source))
 
 
 def _named(exc: OSError, name: str) -> OSError:

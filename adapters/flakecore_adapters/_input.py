@@ -11,7 +11,7 @@ import os
 import re
 from typing import BinaryIO
 
-from flakecore.errors import InputError, LimitError, UsageError
+from flakecore.errors import InputError, LimitError, MissingInputError, UsageError
 from flakecore.files import open_stream
 
 __all__ = ["CHUNK", "Reader", "check_prefix", "open_report", "sniff"]
@@ -110,7 +110,9 @@ class Reader:
         try:
             data = self._stream.read(size)
         except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror or exc}", source=self.source) from None
+            raise MissingInputError(
+                f"cannot read: {exc.strerror or exc}", source=self.source
+            ) from None
         if not isinstance(data, (bytes, bytearray)):
             raise UsageError("the report stream must be binary (opened with 'rb')")
         self.total += len(data)

@@ -28,7 +28,14 @@ from flakecore.codes import AttemptResult, LogStatus
 from flakecore.digest import file_sha256
 from flakecore.errors import InputError, LimitError, MissingInputError, UnusableInputError
 from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT
-from flakecore.files import atomic_output, open_append, open_stream, read_bytes, write_atomic
+from flakecore.files import (
+    atomic_output,
+    open_append,
+    open_stream,
+    read_bytes,
+    read_bytes_at,
+    write_atomic,
+)
 from flakecore.gate.config import load_config
 from flakecore.gate.ledger import read_record
 
@@ -118,6 +125,26 @@ def test_every_reader_refuses_every_hostile_kind(
 def test_every_reader_reads_the_honest_twins(tmp_path: Path, kind: Kind, reader: Reader) -> None:
     path = _plant(tmp_path, kind, reader.content)
     assert reader.read(path) == reader.expect(reader.content)
+
+
+@pytest.mark.parametrize(
+    "kind", [k for k in HOSTILE + HONEST if k.in_directory], ids=lambda k: k.name
+)
+def test_read_bytes_at_follows_no_symlink_at_all(tmp_path: Path, kind: Kind) -> None:
+    path = Path(_plant(tmp_path, kind, b"content"))
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if kind.name == "regular file":
+            assert read_bytes_at(fd, path.name, 10, source="s") == b"content"
+            return
+        symlink = path.is_symlink()
+        with pytest.raises(InputError) as info:
+            read_bytes_at(fd, path.name, 10, source="s")
+    finally:
+        os.close(fd)
+    missing = kind.missing and not symlink
+    assert isinstance(info.value, MissingInputError if missing else UnusableInputError)
+    assert str(info.value).startswith("s: ")
 
 
 def test_a_missing_name_is_missing(tmp_path: Path) -> None:
