@@ -86,7 +86,9 @@ _TRUST_KEYS: Final = ("keys",)
 
 _TOOL_TABLE = re.compile(rb'^[ \t]*(?:\[[ \t]*)?"?tool"?[ \t]*\.[ \t]*"?flakecore\b', re.MULTILINE)
 _TOOL_HEADER = re.compile(rb'^[ \t]*\[[ \t]*"?tool"?[ \t]*\]', re.MULTILINE)
-_INT = re.compile(r"-?[0-9]+")
+#: At most 16 digits: every value within +-(2**53 - 1) fits, and ``int()`` never
+#: meets a 5,000-digit string (its own limit raises a bare ValueError).
+_INT = re.compile(r"-?[0-9]{1,16}")
 #: A pyproject.toml larger than this is refused, not cut short.
 MAX_CONFIG_BYTES: Final = 1 << 20
 _FLAKECORE_KEY = re.compile(rb'^[ \t]*"?flakecore"?[ \t]*[.=]', re.MULTILINE)
@@ -337,7 +339,7 @@ def load_config(path: str | None = None, *, start: str = ".") -> GateConfig:
 def _ascii_int(name: str, text: str) -> int:
     text = text.strip()
     if _INT.fullmatch(text) is None:
-        raise UsageError(f"--policy {name}: {text!r} is not an integer")
+        raise UsageError(f"--policy {name}: {text[:40]!r} is not an integer of 1-16 digits")
     return int(text)
 
 
