@@ -30,11 +30,12 @@ from typing import Final
 import attrs
 
 from flakecore._fields import MISSING, is_nonblank
-from flakecore.budget import BudgetDecision, budget, ledger_row
+from flakecore.budget import BudgetDecision, budget, budget_verdict, ledger_row
 from flakecore.codes import BudgetCode, DecideCode
 from flakecore.decide import decide
 from flakecore.errors import InputError, MissingInputError, UsageError
 from flakecore.files import read_bytes, write_atomic
+from flakecore.gate.seedrun import BUDGET_RUN_FORMAT, observation_packet
 from flakecore.gate.vote import DECIDE_PACKET_FORMAT
 from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object
 from flakecore.lease import LEASE_FORMAT, format_version_ok, lease_problems
@@ -344,7 +345,8 @@ class LedgerAction:
 
     ``action`` is ``wrote`` (FLAKE_CANDIDATE), ``deleted`` (STABLE_PASS with a
     row), ``untouched`` (anything else) or ``refused`` (a FLAKE_CANDIDATE that
-    cannot name its parent commit, so no row can be written).
+    cannot name its parent commit, so no row can be written, or a
+    ``budget.json`` whose packet disagrees with its own runs).
     """
 
     decision: BudgetDecision
@@ -375,10 +377,31 @@ def apply_budget(
 ) -> LedgerAction:
     """Run :func:`flakecore.budget` on ``packet`` and change the ledger as SPEC 3.3 says.
 
+    ``packet`` is a budget packet, or the ``budget.json`` that ``budget-run``
+    wrote: then the code is recomputed from the record's own runs first
+    (:func:`~flakecore.gate.seedrun.observation_packet`), and a packet that
+    disagrees with them is refused (``INSUFFICIENT_BUDGET``, nothing changes).
     The directory is created when missing.  Only ``FLAKE_CANDIDATE`` writes
     and only ``STABLE_PASS`` deletes; a process error (``INSUFFICIENT_BUDGET``)
     and every rejecting code leave every file as it was.
     """
+    if isinstance(packet, Mapping) and packet.get("format") == BUDGET_RUN_FORMAT:
+        verified, problems = observation_packet(packet)
+        if verified is None:
+            test_id = packet.get("test_id")
+            return LedgerAction(
+                decision=budget_verdict(
+                    BudgetCode.INSUFFICIENT_BUDGET,
+                    *(f"the record disagrees with its own runs: {p}" for p in problems),
+                    policy=policy,
+                ),
+                action="refused",
+                test_id=test_id if isinstance(test_id, str) else None,
+                path=None,
+                row=None,
+                note="ledger untouched: the packet's summary is not what its recorded runs give",
+            )
+        packet = verified
     decision = budget(packet, policy=policy)
     test_id = packet.get("test_id") if isinstance(packet, Mapping) else None
     if decision.code is BudgetCode.FLAKE_CANDIDATE:
