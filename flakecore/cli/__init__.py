@@ -8,44 +8,40 @@ traceback, never 0.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import importlib
+import sys
+from collections.abc import Collection, Sequence
 
 from flakecore import __version__
-from flakecore.cli import (
-    _attempts,
-    _guard,
-    _ingest,
-    _lease,
-    _ledger,
-    _packet,
-    _policies,
-    _replay,
-    _runner_id,
-    _schemas,
-)
 from flakecore.cli._common import RecordWriteError, UsageArgumentParser, die, input_exit
 from flakecore.errors import InputError, MissingExtra, UsageError
 from flakecore.exits import EXIT_CANTCREAT, EXIT_IOERR, EXIT_NOINPUT, EXIT_SOFTWARE, EXIT_USAGE
 
-__all__ = ["build_parser", "main"]
+__all__ = ["VERBS", "build_parser", "main"]
 
-#: In the order ``--help`` lists them.
-_VERBS = (
-    _policies,
-    _attempts,
-    _ingest,
-    _schemas,
-    _replay,
-    _runner_id,
-    _packet,
-    _lease,
-    _ledger,
-    _guard,
-)
+#: Every verb and the module of ``flakecore.cli`` that registers it, in the
+#: order ``--help`` lists them.  A call imports only its own verb's module.
+VERBS: dict[str, str] = {
+    "admit": "_policies",
+    "decide": "_policies",
+    "budget": "_policies",
+    "classify": "_policies",
+    "attempts": "_attempts",
+    "ingest": "_ingest",
+    "validate": "_schemas",
+    "schema": "_schemas",
+    "replay": "_replay",
+    "budget-run": "_replay",
+    "runner-id": "_runner_id",
+    "packet": "_packet",
+    "lease": "_lease",
+    "ledger": "_ledger",
+    "guard": "_guard",
+}
 
 
-def build_parser() -> UsageArgumentParser:
-    """The full argument parser (used by ``main`` and by the docs)."""
+def build_parser(verbs: Collection[str] | None = None) -> UsageArgumentParser:
+    """The argument parser: every verb, or only the modules that register ``verbs``."""
     parser = UsageArgumentParser(
         prog="flakecore",
         description=(
@@ -61,16 +57,33 @@ def build_parser() -> UsageArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"flakecore {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
-    for module in _VERBS:
-        module.register(sub)
+    for module in dict.fromkeys(VERBS[verb] for verb in (VERBS if verbs is None else verbs)):
+        importlib.import_module(f"flakecore.cli.{module}").register(sub)
     return parser
+
+
+def _parser_for(argv: Sequence[str]) -> UsageArgumentParser:
+    """The parser ``argv`` needs, which parses it exactly as the full one does.
+
+    A call that starts with a verb gets that verb's module only; ``--version``
+    (or an abbreviation argparse accepts) ends the parse before any verb is
+    read, so it gets none.  Anything else (``--help``, no verb, an unknown
+    one, an option before the verb) gets every verb, so help and errors name
+    them all.
+    """
+    first = argv[0] if argv else ""
+    if first in VERBS:
+        return build_parser([first])
+    if len(first) > 2 and "--version".startswith(first):
+        return build_parser([])
+    return build_parser()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
     try:
-        parser = build_parser()
-        args = parser.parse(argv)
+        arguments = sys.argv[1:] if argv is None else list(argv)
+        args = _parser_for(arguments).parse(arguments)
         return int(args.run(args))
     except UsageError as exc:
         return die(f"usage: {exc}", EXIT_USAGE)

@@ -1,0 +1,457 @@
+"""The gate's verbs at CI speed: each row against its floor, measured in the same run.
+
+Every row of the goal list in docs/performance.md, each timed as a fresh
+process (what CI pays per call) and compared with a floor timed in the same
+run, interleaved (every repeat measures the row and its floor once, so a
+change of machine load hits both).  A ratio is the median of the per-repeat
+ratios; ``seconds`` columns are medians.
+
+* start-up: ``flakecore --version`` and ``decide`` on one packet file,
+  against ``python -c pass``;
+* batches: ``admit``/``decide``/``budget``/``classify`` over N packets as
+  JSON Lines on stdin, text and ``--json``, against a strict ``json.loads``
+  loop over the same lines in a fresh interpreter;
+* ``lease check`` over N leases, against reading each file and
+  ``json.loads`` of it;
+* ``guard`` at N changed paths, against ``git diff --name-only`` plus the
+  interpreter's start-up;
+* ``budget-run --jobs 2`` against the same run sequential (8 seeds of a
+  0.5 s test);
+* ``replay``: its fixed overhead over the same git calls and attempts run
+  by hand (milliseconds, not a ratio).
+
+Each floor does the same work as its row (the same lines, files, paths or
+runs; checked on every run: a mismatch stops the benchmark).  The adapters'
+ingest rows are ``bench/run.py``'s; ``nox -s bench`` runs both.
+
+Usage: ``python bench/gate.py`` (full size) or ``python bench/gate.py
+--small`` for a smoke run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import itertools
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+EXAMPLES = HERE.parent / "examples"
+
+__all__ = ["main"]
+
+#: Evaluation time of every batch and lease check (the examples' leases are valid then).
+NOW = "2026-11-29T12:00:00Z"
+POLICIES = ("admit", "decide", "budget", "classify")
+#: ``python`` reading the same JSON Lines: the batches' floor.
+JSON_LOOP = (
+    "import json, sys\n"
+    "n = 0\n"
+    "for line in sys.stdin.buffer:\n"
+    "    json.loads(line)\n"
+    "    n += 1\n"
+    "print(n)\n"
+)
+#: ``python`` reading every file of a directory and decoding it: lease check's floor.
+READ_LOOP = (
+    "import json, os, sys\n"
+    "n = 0\n"
+    "for name in sorted(os.listdir(sys.argv[1])):\n"
+    "    with open(os.path.join(sys.argv[1], name), 'rb') as fh:\n"
+    "        json.loads(fh.read())\n"
+    "    n += 1\n"
+    "print(n)\n"
+)
+GOALS = {
+    "start-up": 4.0,
+    "batch": 4.0,
+    "lease check": 2.5,
+    "guard": 3.0,
+    "budget-run --jobs 2": 0.65,
+}
+#: Replay's fixed overhead above its own git calls and attempts, in milliseconds.
+REPLAY_GOAL_MS = 100.0
+
+
+def _flakecore() -> list[str]:
+    """The console script next to this interpreter (what CI runs), else ``python -m``."""
+    script = Path(sys.executable).with_name("flakecore")
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "flakecore"]
+
+
+def _git(repo: Path, *args: str, stdin: bytes | None = None) -> str:
+    env = {**os.environ, "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z"}
+    env["GIT_COMMITTER_DATE"] = env["GIT_AUTHOR_DATE"]
+    done = subprocess.run(
+        ["git", "-c", "user.name=bench", "-c", "user.email=bench@flakecore.invalid", *args],
+        cwd=repo,
+        input=stdin,
+        capture_output=True,
+        check=True,
+        env=env,
+    )
+    return done.stdout.decode()
+
+
+def _timed(
+    argv: Sequence[str],
+    *,
+    stdin: Path | None = None,
+    cwd: Path | None = None,
+    ok: Sequence[int] = (0,),
+) -> tuple[float, bytes]:
+    """Wall seconds of one fresh process, and its stdout; a surprising exit stops the bench."""
+    with open(stdin or os.devnull, "rb") as source:
+        start = time.perf_counter()
+        done = subprocess.run(argv, stdin=source, capture_output=True, cwd=cwd, check=False)
+        took = time.perf_counter() - start
+    if done.returncode not in ok:
+        raise SystemExit(
+            f"{shlex.join(argv)} exited {done.returncode}: {done.stderr.decode()[-2000:]}"
+        )
+    return took, done.stdout
+
+
+class Row:
+    """One goal: a measured command and its floor, timed in turns."""
+
+    def __init__(
+        self,
+        group: str,
+        name: str,
+        run: Callable[[], tuple[float, int]],
+        floor: Callable[[], tuple[float, int]],
+        floor_name: str,
+    ) -> None:
+        self.group, self.name, self.floor_name = group, name, floor_name
+        self.run, self.floor = run, floor
+        self.seconds: list[float] = []
+        self.floor_seconds: list[float] = []
+
+    def measure(self) -> None:
+        """One turn of each; both must have done the same amount of work."""
+        took, work = self.run()
+        floor_took, floor_work = self.floor()
+        if work != floor_work:
+            raise SystemExit(f"{self.name}: did {work} units of work, its floor {floor_work}")
+        self.seconds.append(took)
+        self.floor_seconds.append(floor_took)
+
+    def line(self) -> str:
+        """The table row: seconds, floor seconds, ratio, goal and verdict."""
+        median = statistics.median(self.seconds)
+        floor = statistics.median(self.floor_seconds)
+        pairs = list(zip(self.seconds, self.floor_seconds, strict=True))
+        if self.group == "replay":
+            over = statistics.median(a - b for a, b in pairs)
+            verdict = "met" if over * 1e3 <= REPLAY_GOAL_MS else "MISSED"
+            result = f"{over * 1e3:>+7.0f} ms  goal <= {REPLAY_GOAL_MS:.0f} ms over: {verdict}"
+        else:
+            ratio = statistics.median(a / b for a, b in pairs)
+            goal = GOALS[self.group]
+            verdict = "met" if ratio <= goal else "MISSED"
+            result = f"{ratio:>7.2f}x  goal <= {goal}x: {verdict}"
+        return f"{self.name:<34} {median:>8.3f} {self.floor_name:<30} {floor:>8.3f} {result}"
+
+
+def _count(out: bytes) -> int:
+    return len(out.splitlines())
+
+
+# -- start-up and batches ---------------------------------------------------------------
+
+
+def _examples(policy: str) -> list[dict[str, object]]:
+    return [json.loads(p.read_text()) for p in sorted((EXAMPLES / policy).glob("*.json"))]
+
+
+def _write_batch(directory: Path, policy: str, count: int) -> Path:
+    """``count`` packets as JSON Lines: the policy's examples in turn (accepts and refusals)."""
+    path = directory / f"{policy}.jsonl"
+    examples = itertools.cycle(_examples(policy))
+    with open(path, "w", encoding="ascii") as fh:
+        for _ in range(count):
+            fh.write(json.dumps(next(examples), separators=(",", ":")) + "\n")
+    return path
+
+
+def _startup_rows(directory: Path) -> list[Row]:
+    flakecore = _flakecore()
+    packet = EXAMPLES / "decide" / "eligible.json"
+
+    def floor() -> tuple[float, int]:
+        return _timed([sys.executable, "-c", "pass"])[0], 1
+
+    def version() -> tuple[float, int]:
+        took, out = _timed([*flakecore, "--version"])
+        return took, _count(out)
+
+    def one_packet() -> tuple[float, int]:
+        took, out = _timed([*flakecore, "decide", "--no-config", str(packet)], cwd=directory)
+        return took, _count(out)
+
+    return [
+        Row("start-up", "flakecore --version", version, floor, "python -c pass"),
+        Row("start-up", "flakecore decide FILE (one packet)", one_packet, floor, "python -c pass"),
+    ]
+
+
+def _batch_rows(directory: Path, count: int) -> list[Row]:
+    flakecore = _flakecore()
+    rows = []
+    for policy in POLICIES:
+        batch = _write_batch(directory, policy, count)
+
+        def floor(batch: Path = batch) -> tuple[float, int]:
+            took, out = _timed([sys.executable, "-c", JSON_LOOP], stdin=batch)
+            return took, int(out)
+
+        for form in ((), ("--json",)):
+            argv = [*flakecore, policy, "--no-config", *form, "-"]
+            if policy == "classify":
+                argv[-1:-1] = ["--now", NOW]
+
+            def run(argv: list[str] = argv, batch: Path = batch) -> tuple[float, int]:
+                # Refusals are part of the mix: any policy exit is fine, 64-78 is not.
+                took, out = _timed(argv, stdin=batch, cwd=directory, ok=range(10))
+                return took, _count(out)
+
+            name = f"{policy} - {' '.join(form) or '(text)'} x{count}"
+            rows.append(Row("batch", name, run, floor, "json.loads loop"))
+    return rows
+
+
+# -- lease check -----------------------------------------------------------------------
+
+
+def _write_leases(directory: Path, count: int) -> Path:
+    from flakecore.gate.ledger import record_bytes, record_file_name
+    from flakecore.lease import Roles, build_lease
+    from flakecore.timeutil import parse_rfc3339
+
+    report = json.loads((EXAMPLES / "classify" / "flake-with-lease.json").read_text())
+    roles = Roles(
+        replay_host="img:sha256:" + "a" * 64 + "+nonce:0123456789abcdef",
+        accepted_by="reviewer@example.test",
+        patch_author="coding-agent-7",
+        patch_hash="f" * 64,
+        oracle_version="oracle-3",
+    )
+    now = parse_rfc3339(NOW)
+    leases = directory / "leases"
+    leases.mkdir()
+    for i in range(count):
+        test_id = f"tests/test_mod{i // 50}.py::test_case_{i}"
+        outcome = build_lease(report, test_id=test_id, roles=roles, now=now)
+        assert outcome.record is not None, outcome.reasons
+        (leases / record_file_name(test_id)).write_bytes(record_bytes(outcome.record))
+    return leases
+
+
+def _lease_rows(directory: Path, count: int) -> list[Row]:
+    leases = _write_leases(directory, count)
+    argv = [*_flakecore(), "lease", "check", "--no-config", "--json", "--now", NOW, str(leases)]
+
+    def run() -> tuple[float, int]:
+        took, out = _timed(argv, cwd=directory)
+        return took, sum(json.loads(line)["valid"] is True for line in out.splitlines())
+
+    def floor() -> tuple[float, int]:
+        took, out = _timed([sys.executable, "-c", READ_LOOP, str(leases)])
+        return took, int(out)
+
+    return [Row("lease check", f"lease check x{count}", run, floor, "read + json.loads")]
+
+
+# -- guard -----------------------------------------------------------------------------
+
+
+def _guard_repo(directory: Path, count: int) -> tuple[Path, str]:
+    """A base commit, then a commit changing ``count`` paths (a tenth of them tests)."""
+    repo = directory / "guard-repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / "README").write_text("bench\n")
+    _git(repo, "add", "README")
+    _git(repo, "commit", "-q", "-m", "base")
+    base = _git(repo, "rev-parse", "HEAD").strip()
+    # One fast-import stream: a commit of `count` new files on top of the base.
+    stream = [
+        b"blob\nmark :1\ndata 5\nbody\n",
+        b"commit refs/heads/main\ncommitter bench <bench@flakecore.invalid> 0 +0000\n",
+        b"data 5\nhead\nfrom " + base.encode() + b"\n",
+    ]
+    for i in range(count):
+        path = f"tests/test_{i}.py" if i % 10 == 0 else f"src/pkg{i // 100}/mod_{i}.py"
+        stream.append(f"M 100644 :1 {path}\n".encode())
+    _git(repo, "fast-import", "--quiet", stdin=b"".join(stream))
+    _git(repo, "reset", "-q", "--hard", "main")
+    return repo, base
+
+
+def _guard_rows(directory: Path, count: int) -> list[Row]:
+    repo, base = _guard_repo(directory, count)
+    argv = [*_flakecore(), "guard", "--no-config", "--json", "--base", base, "--repo", str(repo)]
+
+    def run() -> tuple[float, int]:
+        took, out = _timed(argv, cwd=directory)
+        changed = json.loads(out)["changed"]
+        assert isinstance(changed, int)
+        return took, changed
+
+    def floor() -> tuple[float, int]:
+        took, out = _timed(["git", "-C", str(repo), "diff", "--name-only", f"{base}...HEAD"])
+        return took + _timed([sys.executable, "-c", "pass"])[0], _count(out)
+
+    return [
+        Row("guard", f"guard, {count} changed paths", run, floor, "git diff --name-only + python")
+    ]
+
+
+# -- budget-run and replay -------------------------------------------------------------
+
+
+def _sample_repo(directory: Path, name: str, files: int) -> tuple[Path, str]:
+    """A repository with ``files`` small files, a fixture, a property file and an epoch lock."""
+    repo = directory / name
+    (repo / "src").mkdir(parents=True)
+    (repo / "fixtures").mkdir()
+    (repo / "tests").mkdir()
+    for i in range(files):
+        (repo / "src" / f"mod_{i}.py").write_text(f"VALUE = {i}\n")
+    (repo / "fixtures" / "data.json").write_text('{"values": [1, 2, 3]}\n')
+    (repo / "fixtures" / "epoch.lock").write_text("epoch 1\n")
+    (repo / "tests" / "test_prop.py").write_text("def test_property():\n    pass\n")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    return repo, _git(repo, "rev-parse", "HEAD").strip()
+
+
+def _budget_rows(directory: Path, seconds: float, seeds: int, jobs: int) -> list[Row]:
+    repo, base = _sample_repo(directory, "budget-repo", 10)
+    out = directory / "budget.json"
+    argv = [
+        *_flakecore(), "budget-run", "--no-config", "--json", "--test-id", "tests/test_prop.py",
+        "--base", base, "--fixture", "fixtures/data.json",
+        "--property-cmd", "test -s {fixture}",
+        "--seeds", ",".join(str(11 + s) for s in range(seeds)), "--out", str(out),
+    ]  # fmt: skip
+    test = ["--", "sh", "-c", f"sleep {seconds}", "sh", "{seed}"]
+
+    def runs(parallel: Sequence[str]) -> tuple[float, int]:
+        took, _ = _timed([*argv, *parallel, *test], cwd=repo, ok=range(10))
+        record = json.loads(out.read_text())
+        return took, len([r for r in record["runs"] if r["result"] == "pass"])
+
+    return [
+        Row(
+            "budget-run --jobs 2",
+            f"budget-run --jobs {jobs}, {seeds} x {seconds} s",
+            lambda: runs(["--jobs", str(jobs)]),
+            lambda: runs([]),
+            "budget-run (sequential)",
+        )
+    ]
+
+
+def _replay_rows(directory: Path, files: int, attempts: int) -> list[Row]:
+    repo, base = _sample_repo(directory, "replay-repo", files)
+    claimed = hashlib.sha256((repo / "fixtures" / "epoch.lock").read_bytes())
+    argv = [
+        *_flakecore(), "replay", "--no-config", "--json", "--base", base, "--seed", "3",
+        "--attempts", str(attempts), "--property-file", "tests/test_prop.py",
+        "--epoch-lock", "fixtures/epoch.lock", "--claimed-epoch", claimed.hexdigest(),
+        "--patch-misses", "1", "--seed-env", "SEED", "--out", str(directory / "freeze.json"),
+        "--", "true",
+    ]  # fmt: skip
+    scratch = directory / "by-hand"
+
+    def run() -> tuple[float, int]:
+        took, out = _timed(argv, cwd=repo, ok=range(10))
+        return took, len(json.loads(out)["replay"]["attempts"])
+
+    def floor() -> tuple[float, int]:
+        """The git calls a replay needs, and the attempts, by hand."""
+        start = time.perf_counter()
+        tree = str(scratch / "tree")
+        for call in (
+            ["rev-parse", "--show-toplevel", "HEAD", f"{base}^{{commit}}"],
+            ["worktree", "add", "--detach", "--quiet", tree, base],
+        ):
+            _git(repo, *call)
+        _git(Path(tree), "rev-parse", "HEAD")
+        _git(Path(tree), "status", "--porcelain", "--untracked-files=all", "--ignored")
+        for _ in range(attempts):
+            subprocess.run(["true"], cwd=tree, check=True)
+        _git(repo, "worktree", "remove", "--force", "--force", tree)
+        return time.perf_counter() - start, attempts
+
+    return [Row("replay", f"replay, {attempts} attempts, {files} files", run, floor, "git by hand")]
+
+
+def _groups(args: argparse.Namespace, directory: Path) -> Mapping[str, Callable[[], list[Row]]]:
+    return {
+        "start-up": lambda: _startup_rows(directory),
+        "batch": lambda: _batch_rows(directory, args.packets),
+        "lease": lambda: _lease_rows(directory, args.leases),
+        "guard": lambda: _guard_rows(directory, args.paths),
+        "budget-run": lambda: _budget_rows(directory, args.seconds, args.seeds, args.jobs),
+        "replay": lambda: _replay_rows(directory, args.files, args.attempts),
+    }
+
+
+def main() -> None:
+    """Set up every row's input, measure the rows and their floors in turns, print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--packets", type=int, default=100_000, help="packets per batch")
+    parser.add_argument("--leases", type=int, default=10_000)
+    parser.add_argument("--paths", type=int, default=10_000, help="changed paths for guard")
+    parser.add_argument("--seconds", type=float, default=0.5, help="budget-run: one test's time")
+    parser.add_argument("--seeds", type=int, default=8)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--files", type=int, default=1000, help="replay: files in the repository")
+    parser.add_argument("--attempts", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=3, help="turns of every row (medians)")
+    parser.add_argument("--startup-repeat", type=int, default=21, help="turns of start-up rows")
+    parser.add_argument("--only", nargs="*", help="groups to run (default: all)")
+    parser.add_argument("--small", action="store_true", help="a smoke run: tiny inputs, one turn")
+    args = parser.parse_args()
+    if args.small:
+        args.packets, args.leases, args.paths, args.files = 200, 50, 200, 20
+        args.seconds, args.repeat, args.startup_repeat = 0.05, 1, 1
+    load = os.getloadavg()[0]
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average {load:.2f}, "
+        f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%dT%H:%MZ}"
+    )
+    header = f"{'row':<34} {'seconds':>8} {'floor':<30} {'seconds':>8} result"
+    print(header)
+    print("-" * (len(header) + 30))
+    with tempfile.TemporaryDirectory(prefix="flakecore-bench-gate-") as tmp:
+        directory = Path(tmp)
+        for group, make in _groups(args, directory).items():
+            if args.only and group not in args.only:
+                continue
+            rows = make()
+            turns = args.startup_repeat if group == "start-up" else args.repeat
+            for _ in range(turns):
+                for row in rows:
+                    row.measure()
+            for row in rows:
+                print(row.line(), flush=True)
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""Start-up without the cost of what a call does not use, and with the same answers.
+
+``import flakecore`` imports nothing; each public name loads its module on
+first use.  The CLI imports only the module of the verb a call names; the
+parser it builds that way must parse every command line exactly as the full
+parser does (same namespace, same usage error, same help and version text).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import importlib
+import io
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import flakecore
+from flakecore import cli
+from flakecore.errors import UsageError
+
+
+def fresh(code: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    return done.stdout.strip()
+
+
+def test_importing_the_package_imports_no_module_of_it() -> None:
+    loaded = "import sys, flakecore; print(sorted(m for m in sys.modules if 'flakecore' in m))"
+    assert fresh(loaded) == "['flakecore']"
+
+
+def test_every_public_name_is_its_modules_object() -> None:
+    homes = flakecore._HOME_OF
+    assert set(homes) == set(flakecore.__all__) - {"__version__"}
+    for name, module in homes.items():
+        expected = getattr(importlib.import_module(f"flakecore.{module}"), name)
+        assert getattr(flakecore, name) is expected, name
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = flakecore.nope
+
+
+def test_the_type_checking_imports_are_the_table() -> None:
+    """The names type checkers see are exactly the ones loaded at run time, from the same homes."""
+    tree = ast.parse(Path(flakecore.__file__).read_text())
+    block = next(n for n in tree.body if isinstance(n, ast.If))
+    imported = {
+        alias.name: node.module
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert imported == {name: f"flakecore.{m}" for name, m in flakecore._HOME_OF.items()}
+
+
+def test_policy_functions_stay_functions_after_their_modules_load() -> None:
+    code = (
+        "import flakecore.admit, flakecore.decide, flakecore.budget, flakecore.classify\n"
+        "import flakecore\n"
+        "print([callable(f) and f.__module__ for f in "
+        "(flakecore.admit, flakecore.decide, flakecore.budget, flakecore.classify)])"
+    )
+    modules = "['flakecore.admit', 'flakecore.decide', 'flakecore.budget', 'flakecore.classify']"
+    assert fresh(code) == modules
+
+
+def test_star_import_and_dir_name_everything() -> None:
+    namespace: dict[str, object] = {}
+    exec("from flakecore import *", namespace)
+    assert set(flakecore.__all__) <= set(namespace)
+    assert set(flakecore.__all__) <= set(dir(flakecore))
+
+
+def test_a_verb_call_imports_only_its_own_verb_module() -> None:
+    code = (
+        "import sys\n"
+        "from flakecore.cli import _parser_for\n"
+        "_parser_for(['decide', '-'])\n"
+        "print(sorted(m for m in sys.modules if m.startswith('flakecore.cli.')))"
+    )
+    loaded = ast.literal_eval(fresh(code))
+    verbs = [m for m in loaded if m.rsplit(".", 1)[1] in set(cli.VERBS.values())]
+    assert verbs == ["flakecore.cli._policies"]
+    version = "import sys; import flakecore.cli as c; c._parser_for(['--version']); " + (
+        "print(sorted(m for m in sys.modules if m.rsplit('.', 1)[-1] in set(c.VERBS.values())))"
+    )
+    assert fresh(version) == "[]"
+
+
+def test_the_verb_table_is_what_the_modules_register() -> None:
+    def registered(parser: argparse.ArgumentParser) -> list[str]:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        return list(sub.choices)
+
+    assert registered(cli.build_parser()) == list(cli.VERBS)
+    for verb, module in cli.VERBS.items():
+        assert registered(cli.build_parser([verb])) == [
+            v for v, m in cli.VERBS.items() if m == module
+        ]
+
+
+def outcome(parser: argparse.ArgumentParser, argv: Sequence[str]) -> tuple[object, ...]:
+    """What parsing ``argv`` gives: the namespace, or the error, or what an exit printed."""
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            args = parser.parse(argv)  # type: ignore[attr-defined]
+    except UsageError as exc:
+        return ("usage", str(exc))
+    except SystemExit as exc:
+        return ("exit", exc.code, out.getvalue(), err.getvalue())
+    values = {k: v for k, v in vars(args).items() if k not in ("run", "verb_parser")}
+    return ("args", values, args.run.__qualname__, args.verb_parser.prog)
+
+
+TOKENS = st.sampled_from(
+    [
+        *cli.VERBS,
+        "--version", "--vers", "--v", "--", "-h", "--help", "--he", "--json", "-",
+        "--format", "json", "--no-config", "--now", "2026-11-29T12:00:00Z", "--base", "main",
+        "check", "open", "show", "apply", "--dirs", "x.json", "--bogus", "-x", "--version=1",
+        "--test-id", "t", "dec", "",
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(TOKENS, max_size=6))
+def test_the_parser_a_call_gets_parses_it_as_the_full_one(argv: list[str]) -> None:
+    assert outcome(cli._parser_for(argv), argv) == outcome(cli.build_parser(), argv)
+
+
+@pytest.mark.parametrize("verb", list(cli.VERBS))
+def test_each_verbs_help_is_the_full_parsers(verb: str) -> None:
+    assert outcome(cli._parser_for([verb, "--help"]), [verb, "--help"]) == outcome(
+        cli.build_parser(), [verb, "--help"]
+    )
