@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -88,6 +89,15 @@ def _depth_ok(text: str) -> bool:
     return True
 
 
+#: One decoder for every document (``json.loads`` with hooks would build one per call).
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float, parse_int=_int
+)
+#: A ``\u`` escape of a surrogate (U+D800..U+DFFF).  Strict UTF-8 holds no surrogate,
+#: so a decoded string can hold one only where the text has such an escape.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 def _walk_strings(value: object) -> Iterator[str]:
     stack = [value]
     while stack:
@@ -123,13 +133,7 @@ def loads_strict(data: bytes, *, source: str = "<input>", line: int | None = Non
     if not _depth_ok(text):
         raise LimitError(f"JSON nested deeper than {MAX_DEPTH}", source=source, line=line)
     try:
-        value = json.loads(
-            text,
-            object_pairs_hook=_pairs,
-            parse_constant=_constant,
-            parse_float=_float,
-            parse_int=_int,
-        )
+        value = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"invalid JSON: {exc.msg}",
@@ -139,6 +143,8 @@ def loads_strict(data: bytes, *, source: str = "<input>", line: int | None = Non
         ) from None
     except (_Refused, ValueError, RecursionError) as exc:
         raise InputError(f"invalid JSON: {exc}", source=source, line=line) from None
+    if _SURROGATE_ESCAPE.search(text) is None:
+        return value  # no escape of a surrogate: nothing to walk for
     for string in _walk_strings(value):
         try:
             string.encode("utf-8")
