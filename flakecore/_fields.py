@@ -6,10 +6,10 @@ These helpers say what JSON means, so every policy judges types the same way.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import functools
+import re
+from collections.abc import Mapping
 from typing import Final
-
-from flakecore.digest import is_digest
 
 __all__ = [
     "FORMAT_KEYS",
@@ -36,6 +36,8 @@ class _Missing:
 
 
 MISSING: Final = _Missing()
+
+_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
 #: Keys every packet may carry to name its format.
 FORMAT_KEYS: Final = ("format", "format_version")
@@ -85,14 +87,19 @@ def is_seed(value: object) -> bool:
 
 def is_sha(value: object) -> bool:
     """A full git object id: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits."""
-    return isinstance(value, str) and (
-        is_digest(value) or (len(value) == 40 and all(c in "0123456789abcdef" for c in value))
-    )
+    return isinstance(value, str) and _SHA.fullmatch(value) is not None
 
 
-def unknown_keys(packet: Mapping[str, object], allowed: Iterable[str]) -> list[str]:
+@functools.cache
+def _known_keys(allowed: tuple[str, ...]) -> frozenset[str]:
+    return frozenset((*allowed, *FORMAT_KEYS))
+
+
+def unknown_keys(packet: Mapping[str, object], allowed: tuple[str, ...]) -> list[str]:
     """Keys the packet's schema does not define (a misspelt key is not ignored)."""
-    known = set(allowed) | set(FORMAT_KEYS)
+    known = _known_keys(allowed)
+    if known.issuperset(packet):
+        return []
     return sorted(key for key in packet if key not in known)
 
 

@@ -42,7 +42,7 @@ def _malformed(packet: Mapping[str, object]) -> list[str]:
     if holds is MISSING or not (holds is None or is_bool(holds)):
         reasons.append("property_holds must be a boolean, or null when not scored")
     seeds = packet.get("seeds", MISSING)
-    if not isinstance(seeds, list) or not all(is_seed(s) for s in seeds):
+    if not isinstance(seeds, list) or not all(map(is_seed, seeds)):
         reasons.append("seeds must be a list of strings or integers (larger than 2^53-1: strings)")
     passes = packet.get("passes", MISSING)
     if passes is MISSING or not (passes is None or is_count(passes)):

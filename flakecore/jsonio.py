@@ -38,11 +38,13 @@ class _Refused(ValueError):
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise _Refused(f"duplicate key {key!r}")
-        seen[key] = value
+    seen = dict(pairs)
+    if len(seen) < len(pairs):  # a key repeats: name the first repeat
+        earlier: set[str] = set()
+        for key, _ in pairs:
+            if key in earlier:
+                raise _Refused(f"duplicate key {key!r}")
+            earlier.add(key)
     return seen
 
 
@@ -165,18 +167,21 @@ def load_object(data: bytes, *, source: str = "<input>", line: int | None = None
     return value
 
 
+#: The two encoders, built once (``json.dumps`` with options builds one per call).
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+)
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
 def canonical_bytes(value: object) -> bytes:
     """Canonical encoding (SPEC 2): sorted keys, compact, ASCII-only, no NaN."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
-    ).encode("ascii")
+    return _CANONICAL.encode(value).encode("ascii")
 
 
 def compact_line(value: Mapping[str, object]) -> bytes:
     """One JSON Lines record: compact, key order kept, ASCII-only, newline-terminated."""
-    return (
-        json.dumps(value, separators=(",", ":"), ensure_ascii=True, allow_nan=False) + "\n"
-    ).encode("ascii")
+    return (_COMPACT.encode(value) + "\n").encode("ascii")
 
 
 def _json_type(value: object) -> str:

@@ -7,13 +7,17 @@ as the oracle (it lives in the tests, not in the package).
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from flakecore import _fields, identity, jsonio
+from flakecore.digest import is_digest
 from flakecore.errors import InputError
 from flakecore.jsonio import loads_strict
+from flakecore.records import DECIDE_FIELDS
 
 #: Strings with every kind of character JSON text can spell, lone surrogates included.
 TEXT = st.text(
@@ -98,3 +102,109 @@ def test_surrogate_escapes_by_hand(data: bytes, refused: bool) -> None:
             loads_strict(data)
     else:
         assert loads_strict(data) == json.loads(data)
+
+
+def _reference(data: bytes) -> object:
+    """Every number through the range hooks, as before the fast decoder."""
+    decoder = json.JSONDecoder(
+        object_pairs_hook=jsonio._pairs,
+        parse_constant=jsonio._constant,
+        parse_float=jsonio._float,
+        parse_int=jsonio._int,
+    )
+    try:
+        return decoder.decode(data.decode())
+    except ValueError as exc:
+        return ("refused", str(exc))
+
+
+DIGITS = st.text(st.sampled_from("0123456789"), min_size=1, max_size=45)
+NUMBERS = st.builds(
+    lambda sign, whole, frac, exp: sign + whole + frac + exp,
+    st.sampled_from(["", "-"]),
+    DIGITS.map(lambda d: d.lstrip("0") or "0"),
+    st.one_of(st.just(""), DIGITS.map(lambda d: "." + d)),
+    st.one_of(
+        st.just(""),
+        st.builds(
+            lambda e, s, d: e + s + d,
+            st.sampled_from("eE"),
+            st.sampled_from(["", "+", "-"]),
+            DIGITS,
+        ),
+    ),
+)
+DOCUMENTS = st.builds(
+    lambda numbers, keys: (
+        "{" + ",".join(f'"{k}":{n}' for k, n in zip(keys, numbers, strict=False)) + "}"
+    ),
+    st.lists(NUMBERS, min_size=1, max_size=5),
+    st.lists(st.sampled_from("abc"), min_size=1, max_size=5),
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(DOCUMENTS)
+def test_numbers_and_duplicate_keys_are_judged_as_by_the_hooks(text: str) -> None:
+    data = text.encode()
+    expected = _reference(data)
+    if isinstance(expected, tuple):
+        with pytest.raises(InputError, match=re.escape(expected[1])):
+            loads_strict(data)
+        return
+    got = loads_strict(data)
+    assert isinstance(got, dict) and isinstance(expected, dict)
+    assert got == expected
+    assert [type(v) for v in got.values()] == [type(v) for v in expected.values()]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(TEXT.filter(lambda t: not _has_lone_surrogate(t)), VALUES, max_size=6))
+def test_the_encoders_write_what_json_dumps_writes(value: dict[str, object]) -> None:
+    compact = json.dumps(value, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    assert jsonio.compact_line(value) == (compact + "\n").encode("ascii")
+    canonical = json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+    )
+    assert jsonio.canonical_bytes(value) == canonical.encode("ascii")
+
+
+_OLD_RUNNER = re.compile(r"img:(?P<image>[^+\s]+)\+nonce:(?P<nonce>[0-9a-f]{16})")
+_OLD_IMAGE = re.compile(r"(?:sha256:[0-9a-f]{64}|[0-9a-f]{64}|local-uncontainerized)")
+RUNNER_TEXT = st.builds(
+    "".join,
+    st.lists(
+        st.sampled_from(
+            ["img:", "sha256:", "a" * 64, "f" * 63, "local-uncontainerized", "+nonce:",
+             "0123456789abcdef", "+", " ", "\n", "x", "A", "0"]
+        ),
+        max_size=7,
+    ),
+)  # fmt: skip
+
+
+@settings(max_examples=1000, deadline=None)
+@given(RUNNER_TEXT)
+def test_one_runner_pattern_is_the_two_step_check(text: str) -> None:
+    m = _OLD_RUNNER.fullmatch(text)
+    old = m is not None and _OLD_IMAGE.fullmatch(m["image"]) is not None
+    assert (identity.runner_id_problem(text) is None) == (old and bool(text.strip()))
+    if old:
+        assert str(identity.RunnerId.parse(text)) == text
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.text("0123456789abcdefABC g", max_size=70), st.integers(), st.none()))
+def test_is_sha_is_forty_or_sixty_four_lowercase_hex(value: object) -> None:
+    old = isinstance(value, str) and (
+        is_digest(value) or (len(value) == 40 and all(c in "0123456789abcdef" for c in value))
+    )
+    assert _fields.is_sha(value) == old
+
+
+@given(st.dictionaries(st.sampled_from([*DECIDE_FIELDS, "format", "x", "test_ID", ""]), st.none()))
+def test_unknown_keys_as_the_set_difference(packet: dict[str, object]) -> None:
+    known = set(DECIDE_FIELDS) | set(_fields.FORMAT_KEYS)
+    assert _fields.unknown_keys(packet, DECIDE_FIELDS) == sorted(
+        k for k in packet if k not in known
+    )
