@@ -29,6 +29,7 @@ __all__ = [
     "flat",
     "input_exit",
     "parse_now",
+    "plural",
     "read_packets",
     "warn",
     "write_json_line",
@@ -65,6 +66,11 @@ class UsageArgumentParser(argparse.ArgumentParser):
 def flat(text: str) -> str:
     """One line of plain output: whitespace runs (newlines included) become one space."""
     return " ".join(text.split())
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """``1 attempt``, ``3 attempts`` (``nouns``: an irregular plural)."""
+    return f"{count} {noun if count == 1 else nouns or noun + 's'}"
 
 
 def warn(message: str) -> None:
@@ -112,7 +118,7 @@ def adapters(needed_by: str, *, report_format: str = "auto") -> ModuleType:
         try:
             module.report_format(report_format)
         except UsageError as exc:
-            raise UsageError(f"{needed_by}: --format: {exc}") from None
+            raise UsageError(f"{needed_by}: --report-format: {exc}") from None
     return module
 
 

@@ -21,7 +21,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any, BinaryIO, cast
 
-from flakecore.cli._common import adapters, die
+from flakecore.cli._common import adapters, plural, warn
+from flakecore.cli._github import SummaryRow
+from flakecore.cli._output import Output, Result, add_output_arguments
 from flakecore.errors import UsageError
 from flakecore.exits import EXIT_DATAERR, EXIT_OK
 from flakecore.gate.runtime import atomic_file
@@ -37,23 +39,29 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=(
             "Read test reports and write one attempt record (JSON Lines, "
             "schemas/attempt-record.v1.json) per execution of a test, reruns included. "
-            "'auto' decides the format from the content, never the file name."
+            "'auto' decides the format from the content, never the file name. The records are "
+            "the output in the text and json formats alike; --format github prints an annotation "
+            "and a step-summary row instead, so it needs --out for the records."
         ),
         epilog=(
             "exit: 0 every report read; 65 a report is unusable (malformed, hostile, over a "
-            "limit: nothing is written); 66 missing file; 64 usage; 70 adapters not installed"
+            "limit: nothing is written), or --test-id matched no attempt; 66 missing file; "
+            "64 usage; 70 adapters not installed"
         ),
     )
     parser.add_argument("reports", nargs="+", metavar="FILE", help="report file, or - for stdin")
     parser.add_argument(
-        "--format",
+        "--report-format",
         default="auto",
         metavar="FORMAT",
         help="report format: auto (the default: from the content) or a name the adapters "
         "register (junit, pytest-json, ...: see docs/adapters.md)",
     )
     parser.add_argument("--test-id", metavar="ID", help="keep only this test's attempts")
-    parser.add_argument("--out", metavar="FILE", help="write here (atomically) instead of stdout")
+    parser.add_argument(
+        "--out", metavar="FILE", help="write the records here (atomically) instead of stdout"
+    )
+    add_output_arguments(parser, reports=True)
     parser.set_defaults(run=_run)
 
 
@@ -76,7 +84,7 @@ def _write(args: argparse.Namespace, out: BinaryIO, counts: Counter[str]) -> int
             try:
                 for chunk in iter_jsonl(
                     source,
-                    format=args.format,
+                    format=args.report_format,
                     source_name=report,
                     test_id=args.test_id,
                     counts=counts,
@@ -129,7 +137,8 @@ class _Progress:
             size = os.fstat(stream.fileno()).st_size
             at = size if final else min(stream.tell(), size)
             read = f"{at * 100 // size}% of {size / 1e6:.1f} MB, " if size else ""
-        sys.stderr.write(f"\ringest: {report}: {read}{_attempts(self._counts)} attempts\x1b[K")
+        attempts = plural(_attempts(self._counts), "attempt")
+        sys.stderr.write(f"\ringest: {report}: {read}{attempts}\x1b[K")
         sys.stderr.flush()
         self._shown = True
 
@@ -140,7 +149,13 @@ class _Progress:
 
 
 def _run(args: argparse.Namespace) -> int:
-    adapters("ingest", report_format=args.format)  # before anything is written
+    out = Output.chosen(args, "flakecore ingest")
+    if out.form == "github" and args.out is None:
+        raise UsageError(
+            "ingest: --format github prints annotations on stdout; write the records "
+            "with --out FILE"
+        )
+    adapters("ingest", report_format=args.report_format)  # before anything is written
     counts: Counter[str] = Counter()
     if args.out is not None:
         with atomic_file(Path(args.out)) as fh:
@@ -152,8 +167,26 @@ def _run(args: argparse.Namespace) -> int:
             shutil.copyfileobj(spool, sys.stdout.buffer)
             sys.stdout.flush()
     outcomes = " ".join(f"{k}={v}" for k, v in sorted(counts.items()) if k != "flagged")
-    summary = f"ingest: {total} attempts from {len(args.reports)} report(s)"
-    print(f"{summary} ({outcomes or 'none'}; flagged={counts['flagged']})", file=sys.stderr)
-    if total == 0 and args.test_id is not None:
-        return die(f"ingest: no attempt of test {args.test_id!r} in the reports", EXIT_DATAERR)
-    return EXIT_OK
+    reports = plural(len(args.reports), "report")
+    flagged = counts["flagged"]
+    summary = f"{plural(total, 'attempt')} from {reports} ({outcomes or 'none'}; flagged={flagged})"
+    print(f"ingest: {summary}", file=sys.stderr)
+    missed = total == 0 and args.test_id is not None
+    exit_code = EXIT_DATAERR if missed else EXIT_OK
+    reason = f"no attempt of test {args.test_id!r} in the reports" if missed else summary
+    out.emit(
+        Result(
+            row=SummaryRow(
+                test=args.test_id or "",
+                policy="ingest",
+                code="NO_ATTEMPT" if missed else "READ",
+                exit=exit_code,
+                reason=reason,
+                evidence=args.out or "",
+                refused=missed,
+            )
+        )
+    )
+    if missed:
+        warn(f"ingest: {reason}")
+    return out.finish(exit_code)

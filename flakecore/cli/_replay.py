@@ -21,7 +21,7 @@ from typing import Any, cast
 from flakecore.cli._common import adapters, die
 from flakecore.cli._config import add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
-from flakecore.cli._output import Output, Result, reason_text
+from flakecore.cli._output import Output, Result, add_output_arguments, reason_text
 from flakecore.decision import Decision
 from flakecore.errors import UsageError
 from flakecore.evidence import Attempt
@@ -77,7 +77,6 @@ def _common_run_flags(parser: argparse.ArgumentParser) -> None:
         default="1",
         help="exit statuses that mean 'the assertion failed' (default: 1, pytest's)",
     )
-    parser.add_argument("--json", action="store_true", help="print the decision as JSON")
     parser.add_argument("command", nargs="*", metavar="COMMAND", help="the test command, after --")
 
 
@@ -115,7 +114,11 @@ def _register_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--report", metavar="FILE", help="report the COMMAND writes (relative to the worktree)"
     )
     parser.add_argument(
-        "--format", default="auto", help="report format for the adapters (default: auto)"
+        "--report-format",
+        default="auto",
+        metavar="FORMAT",
+        help="format of --report: auto (the default: from the content) or a name the adapters "
+        "register (junit, pytest-json, ...: see docs/adapters.md)",
     )
     parser.add_argument(
         "--test-id", metavar="ID", help="the test in the report; recorded as property_id"
@@ -127,8 +130,8 @@ def _register_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--log", metavar="ATTEMPTS.jsonl", help="attempt log to create (default: a temporary file)"
     )
     _common_run_flags(parser)
+    add_output_arguments(parser, reports=True)
     add_config_arguments(parser)
-    _github_flag(parser)
     parser.set_defaults(run=_run_replay)
 
 
@@ -164,8 +167,8 @@ def _register_budget_run(sub: argparse._SubParsersAction[argparse.ArgumentParser
     )
     parser.add_argument("--out", required=True, metavar="budget.json", help="observation record")
     _common_run_flags(parser)
+    add_output_arguments(parser)
     add_config_arguments(parser)
-    _github_flag(parser)
     parser.set_defaults(run=_run_budget)
 
 
@@ -195,9 +198,9 @@ _IterAttempts = Callable[..., Iterable[Attempt]]
 def _report_judge(args: argparse.Namespace) -> ReportJudge:
     if args.test_id is None:
         raise UsageError("replay: --report needs --test-id (the one test to read from it)")
-    module = adapters("replay --report", report_format=args.format)
+    module = adapters("replay --report", report_format=args.report_format)
     iter_attempts = cast(_IterAttempts, module.iter_attempts)
-    fmt, report, test_id = args.format, args.report, args.test_id
+    fmt, report, test_id = args.report_format, args.report, args.test_id
 
     def read(path: Path) -> Iterable[Attempt]:
         return iter_attempts(os.fspath(path), format=fmt, source_name=report, test_id=test_id)
@@ -211,22 +214,6 @@ def _progress(attempt: int, total: int, misses: int) -> None:
 
 def _stopped(exc: Terminated) -> int:
     return die(f"stopped by {exc} (worktree removed, no freeze record)", 128 + exc.signum)
-
-
-def _github_flag(parser: argparse.ArgumentParser) -> None:
-    # Here --format names the *report* format (the issue's replay syntax), so the
-    # GitHub output every other verb spells --format github is its own flag.
-    parser.add_argument(
-        "--github",
-        action="store_true",
-        help="also write a GitHub Actions annotation and a $GITHUB_STEP_SUMMARY row",
-    )
-
-
-def _output(args: argparse.Namespace, verb: str) -> Output:
-    """``--json`` or text, and with ``--github`` also the annotation and the summary row."""
-    forms = ["json" if args.json else "text"] + (["github"] if args.github else [])
-    return Output(f"flakecore {verb}", *forms)
 
 
 def _row(test: str, evidence: str, decision: Decision[Any]) -> SummaryRow:
@@ -296,7 +283,7 @@ def _run_replay(args: argparse.Namespace) -> int:
     ]
     if outcome.freeze is not None:
         text.append(f"freeze record: {out}")
-    output = _output(args, "replay")
+    output = Output.chosen(args, "flakecore replay")
     output.emit(
         Result(
             json={**decision.to_json(), "input": "replay", **outcome.to_json()},
@@ -339,7 +326,7 @@ def _run_budget(args: argparse.Namespace) -> int:
         return die(f"{exc.filename or out}: I/O error: {exc.strerror}", EXIT_IOERR)
     decision = outcome.decision
     line = f"exit={decision.exit_code} budget={decision.code.value} -- {reason_text(decision)}"
-    output = _output(args, "budget-run")
+    output = Output.chosen(args, "flakecore budget-run")
     output.emit(
         Result(
             json={

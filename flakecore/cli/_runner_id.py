@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments
 from flakecore.errors import UsageError
 from flakecore.exits import EXIT_OK
@@ -33,7 +34,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    out = Output.chosen(args, "flakecore runner-id", github=False)
+    out = Output.chosen(args, "flakecore runner-id")
     image = args.image
     origin = "--image"
     if image is None:
@@ -49,5 +50,14 @@ def _run(args: argparse.Namespace) -> int:
         "nonce": runner.nonce,
         "containerized": runner.containerized,
     }
-    out.emit(Result(json=record, text=[str(runner)]))
+    row = SummaryRow(
+        test="",
+        policy="runner-id",
+        code="ISSUED",
+        exit=EXIT_OK,
+        reason=str(runner),
+        evidence=origin or "no image digest given: local-uncontainerized",
+        refused=False,
+    )
+    out.emit(Result(json=record, text=[str(runner)], row=row))
     return out.finish(EXIT_OK)

@@ -170,6 +170,39 @@ def test_usage_errors_name_the_verb(args: tuple[str, ...], prog: bytes) -> None:
     assert prog in out.stderr, out.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (("replay", "--github"), b"flakecore replay: --github was removed: write --format github"),
+        (("budget-run", "--github"), b"--github was removed: write --format github"),
+        (("decide", "-", "--github"), b"--github was removed: write --format github"),
+        (
+            ("replay", "--format", "junit"),
+            b"flakecore replay: argument --format: 'junit' is not an output format (text, json "
+            b"or github); the format of a test report is --report-format junit",
+        ),
+        (
+            ("ingest", "-", "--format", "auto"),
+            b"the format of a test report is --report-format auto",
+        ),
+        (
+            ("budget-run", "--format", "tap"),
+            b"'tap' is not an output format (text, json or github)",
+        ),
+    ],
+)
+def test_the_old_spellings_are_refused_with_the_new_one(args: tuple[str, ...], hint: bytes) -> None:
+    out = run(*args)
+    assert out.returncode == EXIT_USAGE
+    assert out.stdout == b"" and out.stderr.count(b"\n") == 1
+    assert hint in out.stderr, out.stderr
+
+
+def test_only_verbs_that_read_reports_hint_at_report_format() -> None:
+    out = run("budget-run", "--format", "tap")
+    assert b"--report-format" not in out.stderr
+
+
 def test_classify_flags() -> None:
     out = run(
         "classify", "--property-verdict", "pass", "--pin-status", "match",

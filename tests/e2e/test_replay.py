@@ -409,7 +409,7 @@ def test_existing_log_is_never_appended_to(repo: SampleRepo, tmp_path: Path) -> 
 
 def _report_args(repo: SampleRepo, out: Path, *, seed: str, command: list[str]) -> list[str]:
     args = repo.replay_args(seed=seed, out=out, command=command)
-    report = ["--report", "report.xml", "--format", "junit", "--test-id", TEST_ID]
+    report = ["--report", "report.xml", "--report-format", "junit", "--test-id", TEST_ID]
     return [*args[: args.index("--")], *report, *args[args.index("--") :]]
 
 
@@ -521,7 +521,8 @@ def test_github_output_annotates_and_appends_the_step_summary(
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
     args = [a for a in repo.replay_args(seed="7", out=tmp_path / "f.json") if a != "--json"]
-    args.insert(args.index("--"), "--github")
+    args.insert(args.index("--"), "--format")
+    args.insert(args.index("--"), "github")
     run = subprocess.run(
         [sys.executable, "-m", "flakecore", *args],
         cwd=repo.path,
