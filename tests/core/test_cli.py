@@ -245,6 +245,20 @@ def test_attempts_verb(tmp_path: Path) -> None:
     assert run("attempts", str(tmp_path / "nope")).returncode == EXIT_NOINPUT
 
 
+def test_attempts_takes_max_log_lines_from_the_configuration(tmp_path: Path) -> None:
+    log = tmp_path / "w1.jsonl"
+    log.write_bytes(b"".join(b'{"seed":7,"n":%d,"result":"pass"}\n' % n for n in (1, 2, 3)))
+    config = tmp_path / "pyproject.toml"
+    config.write_text("[tool.flakecore]\nmax_log_lines = 2\n")
+    refused = run("attempts", str(log), "--config", str(config))
+    assert refused.returncode == 1
+    assert refused.stdout.startswith(b"status=INCOMPLETE attempts=2 ")
+    assert b"more than 2 lines (policy limit)" in refused.stdout
+    raised = run("attempts", str(log), "--config", str(config), "--policy", "max_log_lines=3")
+    assert raised.returncode == 0 and raised.stdout.startswith(b"status=COMPLETE attempts=3 ")
+    assert run("attempts", str(log), "--no-config").returncode == 0
+
+
 def test_help_and_version() -> None:
     out = run("--help")
     assert out.returncode == 0
