@@ -31,6 +31,7 @@ from flakecore.codes import (
     LogStatus,
     Outcome,
     PolicyName,
+    TrustReason,
 )
 from flakecore.decide import DecideDecision, decide
 from flakecore.decision import Decision
@@ -39,7 +40,7 @@ from flakecore.errors import FlakecoreError, InputError, LimitError, MissingExtr
 from flakecore.evidence import Attempt, Source, blocking_flags
 from flakecore.identity import RunnerId, same_runner
 from flakecore.jsonio import load_object, loads_strict
-from flakecore.policy import DEFAULT_POLICY, DEFAULT_SEEDS, Policy
+from flakecore.policy import DEFAULT_POLICY, DEFAULT_SEEDS, Policy, PolicySource
 from flakecore.records import AdmitEvidence, BudgetPacket, ClassifyReport, DecidePacket, Replay
 
 try:
@@ -77,9 +78,11 @@ __all__ = [
     "Outcome",
     "Policy",
     "PolicyName",
+    "PolicySource",
     "Replay",
     "RunnerId",
     "Source",
+    "TrustReason",
     "UsageError",
     "__version__",
     "admit",

@@ -16,7 +16,7 @@ from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments, reason_text
 from flakecore.codes import AdmitCode, BudgetCode, ClassifyClass, DecideCode, PolicyName
 from flakecore.decide import decide
-from flakecore.decision import Decision
+from flakecore.decision import DECISION_FORMAT, DECISION_FORMAT_VERSION, Decision
 from flakecore.errors import UsageError
 from flakecore.policy import Policy
 
@@ -145,8 +145,8 @@ def _unreadable(name: PolicyName, packet: Packet) -> dict[str, object]:
     assert packet.error is not None
     code = _UNREADABLE[name]
     return {
-        "format": "flakecore.decision",
-        "format_version": "1.0",
+        "format": DECISION_FORMAT,
+        "format_version": DECISION_FORMAT_VERSION,
         "policy": name.value,
         "code": code.value,
         "exit": packet.error_exit,

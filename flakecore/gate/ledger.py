@@ -85,8 +85,17 @@ def record_file_name(test_id: str) -> str:
 
 
 def utc_today(now: dt.datetime) -> dt.date:
-    """The UTC calendar date of ``now``: ledger dates are UTC dates."""
-    return now.astimezone(dt.timezone.utc).date()
+    """The UTC calendar date of ``now``: ledger dates are UTC dates.
+
+    An instant past the ends of ``datetime`` in UTC (9999-12-31T23:00-05:00
+    is year 10000 there) is the last or first date rather than an
+    OverflowError: every row is then expired, or none is valid for long.
+    """
+    try:
+        return now.astimezone(dt.timezone.utc).date()
+    except OverflowError:
+        offset = now.utcoffset()
+        return dt.date.max if offset is not None and offset < dt.timedelta(0) else dt.date.min
 
 
 def atomic_write_bytes(path: str, data: bytes) -> None:
@@ -185,7 +194,7 @@ def row_problems(row: object, *, today: dt.date, policy: Policy = DEFAULT_POLICY
             problems.append("expires_on is not a YYYY-MM-DD date")
         elif expires <= today:
             problems.append(f"expired: expires_on {expires.isoformat()} is not after {today}")
-        elif expires > today + policy.max_lease:
+        elif expires - today > policy.max_lease:  # subtract: adding overflows past 9999
             problems.append(
                 f"expires_on {expires.isoformat()} is more than {policy.max_lease_days} days "
                 "away: a row that long is a permanent freeze"

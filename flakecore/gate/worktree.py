@@ -19,17 +19,22 @@ import tempfile
 from pathlib import Path
 from types import TracebackType
 
+import attrs
+
 from flakecore.errors import FlakecoreError
 from flakecore.gate.runtime import child_env, signals_deferred
 
 __all__ = [
     "DetachedWorktree",
     "GitError",
+    "TreeEntry",
     "git",
     "head_commit",
     "read_blob",
+    "read_object",
     "repo_toplevel",
     "resolve_commit",
+    "tree_entry",
 ]
 
 
@@ -118,6 +123,51 @@ def read_blob(repo: Path, commit: str, path: str) -> bytes:
         return _git_bytes("cat-file", "blob", f"{commit}:{path}", cwd=repo)
     except GitError:
         raise GitError(f"{path!r} does not exist in commit {commit[:12]}") from None
+
+
+@attrs.frozen(kw_only=True)
+class TreeEntry:
+    """One entry of a commit's tree, as ``git ls-tree -l`` lists it.
+
+    ``mode`` tells a regular file (``100644``/``100755``) from a symbolic
+    link (``120000``), a submodule (``160000``, type ``commit``) or a
+    directory (``040000``, type ``tree``); ``size`` is None except for blobs.
+    """
+
+    mode: str
+    type: str
+    oid: str
+    size: int | None
+
+    @property
+    def is_file(self) -> bool:
+        """A regular file (executable or not): not a link, submodule or directory."""
+        return self.type == "blob" and self.mode in ("100644", "100755")
+
+
+def tree_entry(repo: Path, commit: str, path: str) -> TreeEntry | None:
+    """The entry at ``path`` (relative to the repository top) in ``commit``; None if there is none.
+
+    ``path`` is taken literally (no pathspec magic, no globbing).  A path
+    below a symbolic link or a submodule has no entry: git does not follow
+    either inside a tree.
+    """
+    out = _git_bytes(
+        "--literal-pathspecs", "ls-tree", "-l", "-z", "--full-tree", commit, "--", path, cwd=repo
+    )
+    entries = [e for e in out.split(b"\0") if e]
+    for entry in entries:
+        meta, _, name = entry.partition(b"\t")
+        if name != path.encode("utf-8", "surrogateescape"):
+            continue  # a directory's own listing is not asked for here
+        mode, kind, oid, size = meta.decode("ascii").split()
+        return TreeEntry(mode=mode, type=kind, oid=oid, size=None if size == "-" else int(size))
+    return None
+
+
+def read_object(repo: Path, oid: str) -> bytes:
+    """The raw bytes of the blob ``oid`` (no text conversion, no filters)."""
+    return _git_bytes("cat-file", "blob", oid, cwd=repo)
 
 
 class DetachedWorktree:
