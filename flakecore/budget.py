@@ -12,12 +12,11 @@ from flakecore._fields import (
     is_count,
     is_nonblank,
     is_seed,
-    is_sha,
     unknown_keys,
 )
 from flakecore.codes import BudgetCode, PolicyName
 from flakecore.decision import Decision
-from flakecore.digest import is_digest
+from flakecore.digest import is_commit_id, is_digest
 from flakecore.errors import UsageError
 from flakecore.exits import BUDGET_EXIT
 from flakecore.policy import DEFAULT_POLICY, Policy
@@ -50,7 +49,7 @@ def _malformed(packet: Mapping[str, object]) -> list[str]:
     if not is_count(packet.get("budget", MISSING)):
         reasons.append("budget must be an integer in 0..2^53-1")
     opened = packet.get("opened_against", MISSING)
-    if opened is not MISSING and not is_sha(opened):
+    if opened is not MISSING and not is_commit_id(opened):
         reasons.append("opened_against must be a full commit id")
     return reasons
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from flakecore._fields import MISSING, format_problem, is_bool, is_nonblank, unknown_keys
 from flakecore.codes import DecideCode, FailureClass, PolicyName
 from flakecore.decision import Decision
-from flakecore.digest import is_digest
+from flakecore.digest import commit_id_problem, is_digest
 from flakecore.exits import DECIDE_EXIT
 from flakecore.identity import runner_id_problem, same_runner
 from flakecore.policy import DEFAULT_POLICY, Policy
@@ -21,9 +21,10 @@ _CLASSES = frozenset(c.value for c in FailureClass)
 _BOOLS = ("property_cohort_passed", "clean_run_completed")
 _ECHOES = ("clean_fixture_hash", "clean_input_hash")
 _RUNNERS = ("local_runner_id", "clean_runner_id")
-#: Hashes are sha256 digests (SPEC 5): an uppercase or prefixed "hash" that
-#: happens to equal its echo must not make a vote eligible.
-_HASHES = ("patch_hash", "fixture_hash", "minimized_input_hash", *_ECHOES)
+#: File hashes are sha256 digests (SPEC 5): an uppercase or prefixed "hash" that
+#: happens to equal its echo must not make a vote eligible.  The patch hash is
+#: the patch's git commit id (SPEC 8).
+_HASHES = ("fixture_hash", "minimized_input_hash", *_ECHOES)
 
 
 def _malformed(packet: Mapping[str, object]) -> list[str]:
@@ -53,6 +54,9 @@ def _malformed(packet: Mapping[str, object]) -> list[str]:
             continue  # absent or blank: judged by its own row (1 or 2)
         if not is_digest(value):
             reasons.append(f"{name} must be a sha256 digest (64 lowercase hex)")
+    patch = packet.get("patch_hash", MISSING)
+    if is_nonblank(patch) and (problem := commit_id_problem("patch_hash", patch)) is not None:
+        reasons.append(problem)
     return reasons
 
 

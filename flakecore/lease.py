@@ -32,7 +32,7 @@ import attrs
 from flakecore._fields import MISSING, is_bool, is_int, is_nonblank, is_v1
 from flakecore.classify import ClassifyDecision, classify
 from flakecore.codes import ClassifyClass
-from flakecore.digest import is_digest
+from flakecore.digest import commit_id_problem, is_digest
 from flakecore.identity import identity_problem, runner_id_problem, same_identity
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import CLASSIFY_FIELDS
@@ -95,7 +95,7 @@ def format_version_ok(value: object) -> bool:
 class Roles:
     """Who did what around one lease (SPEC 3.4).
 
-    ``patch_hash`` (a sha256 digest, as ``decide`` requires) and
+    ``patch_hash`` (the patch's git commit id, as ``decide`` requires) and
     ``oracle_version`` bind the lease to one patch: a new patch is a new
     vote, even when the test name matches yesterday's lease.
     """
@@ -182,8 +182,10 @@ def build_lease(
     if not is_nonblank(test_id):
         reasons.append("test_id is missing or blank")
     reasons += role_problems(roles.replay_host, roles.accepted_by, roles.patch_author)
-    if roles.patch_hash is not None and not is_digest(roles.patch_hash):
-        reasons.append("patch_hash is not a sha256 digest (64 lowercase hex)")
+    if roles.patch_hash is not None and (
+        problem := commit_id_problem("patch_hash", roles.patch_hash)
+    ):
+        reasons.append(problem)
     if roles.oracle_version is not None and not is_nonblank(roles.oracle_version):
         reasons.append("oracle_version is blank")
     pinned = report.get("pinned_sha256", MISSING)
@@ -258,8 +260,9 @@ def _structure_problems(record: Mapping[str, object]) -> list[str]:
         problems.append(
             "origin_passed must be false" if is_bool(origin) else "origin_passed is not a boolean"
         )
-    if "patch_hash" in record and not is_digest(record["patch_hash"]):
-        problems.append("patch_hash is not a sha256 digest (64 lowercase hex)")
+    patch = record.get("patch_hash", MISSING)
+    if patch is not MISSING and (problem := commit_id_problem("patch_hash", patch)):
+        problems.append(problem)
     if "oracle_version" in record and not is_nonblank(record["oracle_version"]):
         problems.append("oracle_version is blank or not a string")
     return problems

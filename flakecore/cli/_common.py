@@ -13,6 +13,7 @@ from typing import IO, Any, NoReturn
 
 import attrs
 
+from flakecore.digest import commit_id_problem
 from flakecore.errors import InputError, MissingExtra, UsageError
 from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT, EXIT_OK
 from flakecore.gate.ledger import atomic_write_bytes
@@ -24,6 +25,8 @@ __all__ = [
     "RecordWriteError",
     "UsageArgumentParser",
     "adapters",
+    "add_patch_hash_argument",
+    "commit_id",
     "die",
     "first_failure",
     "flat",
@@ -61,6 +64,27 @@ class UsageArgumentParser(argparse.ArgumentParser):
             parser = getattr(args, "verb_parser", self)
             parser.error("unrecognized arguments: " + " ".join(unknown))
         return args
+
+
+def commit_id(value: str) -> str:
+    """An argparse ``type``: a patch hash is a git commit id (the core's one rule)."""
+    problem = commit_id_problem(repr(value), value)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return value
+
+
+def add_patch_hash_argument(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, required: bool, help: str
+) -> None:
+    """``--patch-hash COMMIT``: checked as a git commit id; ``help`` says what it binds."""
+    parser.add_argument(
+        "--patch-hash",
+        required=required,
+        type=commit_id,
+        metavar="COMMIT",
+        help=f"{help}: the patch's git commit id (git rev-parse HEAD in the patched checkout)",
+    )
 
 
 def flat(text: str) -> str:

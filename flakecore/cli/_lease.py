@@ -15,7 +15,7 @@ import os
 from collections.abc import Sequence
 
 from flakecore.classify import ClassifyDecision
-from flakecore.cli._common import flat, parse_now, warn, write_record
+from flakecore.cli._common import add_patch_hash_argument, flat, parse_now, warn, write_record
 from flakecore.cli._config import add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments
@@ -68,7 +68,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     opener.add_argument("--replay-host", required=True, metavar="RUNNER_ID")
     opener.add_argument("--accepted-by", required=True, metavar="ID")
     opener.add_argument("--patch-author", metavar="ID", help="required for a lease to open")
-    opener.add_argument("--patch-hash", metavar="H")
+    add_patch_hash_argument(opener, required=False, help="bind the lease to one patch")
     opener.add_argument("--oracle-version", metavar="V")
     opener.add_argument("--canary", metavar="JOB", help="canary job (when the report names none)")
     opener.add_argument("--now", metavar="RFC3339", help="evaluation time instead of the clock")
@@ -88,7 +88,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     show.add_argument("file", metavar="FILE")
     show.add_argument("--now", metavar="RFC3339", help="evaluation time instead of the clock")
-    show.add_argument("--patch-hash", metavar="H")
+    add_patch_hash_argument(
+        show, required=False, help="the lease must be bound to this patch (else invalid)"
+    )
     show.add_argument("--oracle-version", metavar="V")
     add_output_arguments(show)
     add_config_arguments(show)
@@ -107,7 +109,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ),
     )
     check.add_argument("dirs", nargs="*", metavar="DIR", help="lease or ledger directory (or file)")
-    check.add_argument("--patch-hash", metavar="H", help="every lease must be bound to this patch")
+    add_patch_hash_argument(check, required=False, help="every lease must be bound to this patch")
     check.add_argument("--oracle-version", metavar="V", help="... and to this oracle version")
     check.add_argument("--now", metavar="RFC3339", help="evaluation time instead of the clock")
     add_output_arguments(check)
@@ -125,7 +127,6 @@ def _run_open(args: argparse.Namespace) -> int:
     out = Output.chosen(args, "flakecore lease open")
     config = config_from_args(args)
     now = parse_now(args.now)
-    patch_hash = _nonblank_or_none(args.patch_hash, "--patch-hash")
     oracle = _nonblank_or_none(args.oracle_version, "--oracle-version")
     report = read_record(args.report)
     directory = args.dir or config.resolve(config.lease_dir)
@@ -133,7 +134,7 @@ def _run_open(args: argparse.Namespace) -> int:
         replay_host=args.replay_host,
         accepted_by=args.accepted_by,
         patch_author=args.patch_author,
-        patch_hash=patch_hash,
+        patch_hash=args.patch_hash,
         oracle_version=oracle,
     )
     outcome = build_lease(
@@ -248,8 +249,7 @@ def _run_check(args: argparse.Namespace) -> int:
     out = Output.chosen(args, "flakecore lease check")
     config = config_from_args(args)
     now = parse_now(args.now)
-    patch_hash = _nonblank_or_none(args.patch_hash, "--patch-hash")
-    oracle = _nonblank_or_none(args.oracle_version, "--oracle-version")
+    patch_hash, oracle = args.patch_hash, _nonblank_or_none(args.oracle_version, "--oracle-version")
     targets: list[tuple[str, bool]] = [(d, True) for d in args.dirs]
     if not targets:
         targets = [

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from flakecore.cli._common import flat, warn, write_record
+from flakecore.cli._common import add_patch_hash_argument, flat, warn, write_record
 from flakecore.cli._config import add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments, reason_text
@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ),
     )
     parser.add_argument("--test-id", required=True, metavar="ID")
-    parser.add_argument("--patch-hash", required=True, metavar="H")
+    add_patch_hash_argument(parser, required=True, help="the patch the vote is about")
     parser.add_argument("--oracle-version", required=True, metavar="V")
     parser.add_argument("--local", required=True, metavar="RUN.json", help="local run record")
     parser.add_argument("--clean", required=True, metavar="RUN.json", help="clean run record")

@@ -28,9 +28,9 @@ from typing import Final
 
 import attrs
 
-from flakecore._fields import is_sha
 from flakecore.attestation import Untrusted, is_envelope, open_statement, parse_envelope
 from flakecore.codes import TrustReason
+from flakecore.digest import is_commit_id
 from flakecore.errors import InputError, LimitError, UsageError
 from flakecore.gate.worktree import read_object, repo_toplevel, tree_entry
 from flakecore.jsonio import MAX_DOCUMENT_BYTES, loads_strict
@@ -146,7 +146,7 @@ def _has_git(dir_fd: int) -> bool:
 
 def _base_verdict(top: Path, base_sha: str, path: str) -> tuple[TrustVerdict, bytes | None]:
     """The base-only verdict, and the checkout's bytes when they could be read."""
-    if not is_sha(base_sha):
+    if not is_commit_id(base_sha):
         raise UsageError(f"base {base_sha!r} is not a full commit id (resolve the ref first)")
     try:
         data = read_in_checkout(top, path)
