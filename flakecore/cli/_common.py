@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import importlib
+import itertools
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -16,7 +17,7 @@ import attrs
 from flakecore.digest import commit_id_problem
 from flakecore.errors import InputError, MissingExtra, UsageError
 from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT, EXIT_OK
-from flakecore.gate.ledger import atomic_write_bytes
+from flakecore.gate.ledger import atomic_write_bytes, read_record
 from flakecore.jsonio import MAX_DOCUMENT_BYTES, compact_line, load_object, read_file
 from flakecore.timeutil import parse_rfc3339
 
@@ -31,8 +32,10 @@ __all__ = [
     "first_failure",
     "flat",
     "input_exit",
+    "one_stdin",
     "parse_now",
     "plural",
+    "read_one",
     "read_packets",
     "warn",
     "write_json_line",
@@ -174,24 +177,59 @@ def _read_file(path: str) -> Packet:
         return Packet(path, None, exc)
 
 
-def _read_stdin(stream: IO[bytes]) -> Iterator[Packet]:
-    number = 0
-    while line := stream.readline(MAX_DOCUMENT_BYTES + 1):
-        number += 1
-        source = f"-:{number}"
-        if not line.endswith(b"\n") and len(line) > MAX_DOCUMENT_BYTES:
-            yield Packet(source, None, InputError("line too long", source="-", line=number))
+def _line_packet(line: bytes, number: int) -> Packet:
+    source = f"-:{number}"
+    if not line.endswith(b"\n") and len(line) > MAX_DOCUMENT_BYTES:
+        return Packet(source, None, InputError("line too long", source="-", line=number))
+    try:
+        return Packet(source, load_object(line.rstrip(b"\n"), source="-", line=number))
+    except InputError as exc:
+        return Packet(source, None, exc)
+
+
+def _lines(head: bytes, stream: IO[bytes]) -> Iterator[bytes]:
+    """The lines of ``head``, then of ``stream``; a line over the bound ends the input."""
+    *complete, carry = head.split(b"\n")
+    for line in complete:
+        yield line + b"\n"
+    while True:
+        line = carry
+        if len(carry) <= MAX_DOCUMENT_BYTES:
+            line += stream.readline(MAX_DOCUMENT_BYTES + 1 - len(carry))
+        carry = b""
+        if not line:
             return
-        try:
-            yield Packet(source, load_object(line.rstrip(b"\n"), source="-", line=number))
-        except InputError as exc:
-            yield Packet(source, None, exc)
-    if number == 0:
+        yield line
+        if not line.endswith(b"\n") and len(line) > MAX_DOCUMENT_BYTES:
+            return
+
+
+def _read_stdin(stream: IO[bytes]) -> Iterator[Packet]:
+    """JSON Lines, or one JSON object over several lines (a record written indented).
+
+    The first line decides: a JSON object on its own starts JSON Lines, read
+    a line at a time.  Otherwise the input is tried as one object; when it
+    is not one, its lines are judged one by one, so a line that cannot be
+    read is a refusal of its own, never a skipped line.
+    """
+    head = stream.readline(MAX_DOCUMENT_BYTES + 1)
+    if not head:
         yield Packet("-", None, InputError("no packet on standard input", source="-"))
+        return
+    if head.endswith(b"\n") and _line_packet(head, 1).data is None:
+        head += stream.read(MAX_DOCUMENT_BYTES + 1 - len(head))
+        if len(head) <= MAX_DOCUMENT_BYTES:
+            try:
+                yield Packet("-", load_object(head, source="-"))
+                return
+            except InputError:
+                pass
+    for number, line in enumerate(_lines(head, stream), start=1):
+        yield _line_packet(line, number)
 
 
 def read_packets(files: Sequence[str]) -> Iterator[Packet]:
-    """Packets from files (one JSON object each) or ``-`` (JSON Lines on stdin), in order.
+    """Packets from files (one JSON object each) or ``-`` (stdin: JSON Lines, or one object).
 
     An unreadable or invalid packet is yielded with its error, never skipped.
     """
@@ -200,6 +238,29 @@ def read_packets(files: Sequence[str]) -> Iterator[Packet]:
             yield from _read_stdin(sys.stdin.buffer)
         else:
             yield _read_file(name)
+
+
+def read_one(name: str) -> dict[str, object]:
+    """One record from a file, or from stdin with ``-`` (JSON Lines of one line, or one object).
+
+    Raises the record's :class:`~flakecore.errors.InputError` when it is unusable.
+    """
+    if name != "-":
+        return read_record(name)
+    packets = list(itertools.islice(_read_stdin(sys.stdin.buffer), 2))
+    if len(packets) > 1:
+        raise InputError("one record expected on standard input, got several", source="-")
+    (packet,) = packets
+    if packet.error is not None:
+        raise packet.error
+    assert packet.data is not None
+    return packet.data
+
+
+def one_stdin(*names: str | None) -> None:
+    """Standard input can be read once: ``-`` for two of a verb's inputs is a usage error."""
+    if sum(name == "-" for name in names) > 1:
+        raise UsageError("standard input (-) can be read only once; give the other inputs as files")
 
 
 def write_json_line(record: dict[str, object]) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any, BinaryIO, cast
 
-from flakecore.cli._common import adapters, plural, warn
+from flakecore.cli._common import adapters, one_stdin, plural, warn
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments
 from flakecore.errors import UsageError
@@ -72,8 +72,7 @@ def _write(args: argparse.Namespace, out: BinaryIO, counts: Counter[str]) -> int
     ``write_jsonl(iter_attempts(...))``, without building ``Attempt`` objects.
     """
     iter_jsonl = cast(Callable[..., Iterable[bytes]], adapters("ingest").iter_jsonl)
-    if args.reports.count("-") > 1:
-        raise UsageError("ingest: standard input (-) can be read only once")
+    one_stdin(*args.reports)
     progress = _Progress(counts) if sys.stderr.isatty() else None
     try:
         for report in args.reports:

@@ -15,7 +15,14 @@ import os
 from collections.abc import Sequence
 
 from flakecore.classify import ClassifyDecision
-from flakecore.cli._common import add_patch_hash_argument, flat, parse_now, warn, write_record
+from flakecore.cli._common import (
+    add_patch_hash_argument,
+    flat,
+    parse_now,
+    read_one,
+    warn,
+    write_record,
+)
 from flakecore.cli._config import add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments
@@ -128,7 +135,7 @@ def _run_open(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     now = parse_now(args.now)
     oracle = _nonblank_or_none(args.oracle_version, "--oracle-version")
-    report = read_record(args.report)
+    report = read_one(args.report)
     directory = args.dir or config.resolve(config.lease_dir)
     roles = Roles(
         replay_host=args.replay_host,
@@ -219,7 +226,7 @@ def _run_show(args: argparse.Namespace) -> int:
     out = Output.chosen(args, "flakecore lease show")
     config = config_from_args(args)
     now = parse_now(args.now)
-    record = read_record(args.file)
+    record = read_one(args.file)
     problems = lease_problems(
         record,
         now=now,

@@ -10,13 +10,13 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 
-from flakecore.cli._common import RecordWriteError, first_failure, flat, input_exit, parse_now
+from flakecore.cli._common import RecordWriteError, first_failure, flat, parse_now, read_packets
 from flakecore.cli._config import add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments
 from flakecore.errors import InputError, UsageError
 from flakecore.exits import EXIT_OK
-from flakecore.gate.ledger import apply_budget, read_record, utc_today
+from flakecore.gate.ledger import apply_budget, utc_today
 
 __all__ = ["register"]
 
@@ -33,8 +33,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "apply",
         help="run budget; FLAKE_CANDIDATE writes the row, STABLE_PASS deletes it",
         description=(
-            "Run budget on each packet. FLAKE_CANDIDATE writes (replaces) the row for its test "
-            "id; STABLE_PASS deletes it; every other code leaves the ledger untouched."
+            "Run budget on each packet (a budget packet, or budget-run's budget.json as it is: "
+            "its packet counts only when it agrees with the record's own runs). FLAKE_CANDIDATE "
+            "writes (replaces) the row for its test id; STABLE_PASS deletes it; every other code "
+            "leaves the ledger untouched."
         ),
         epilog=(
             "exit: budget's exit (0 FLAKE_CANDIDATE, 1 INSUFFICIENT_BUDGET, 2 PROPERTY_MISS, "
@@ -43,7 +45,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "66 missing file, 73 the row could not be written or deleted"
         ),
     )
-    apply.add_argument("packets", nargs="+", metavar="BUDGET_PACKET.json")
+    apply.add_argument(
+        "packets",
+        nargs="+",
+        metavar="BUDGET.json",
+        help="budget packet, or the budget.json budget-run wrote; - reads stdin (JSON Lines, "
+        "or one record)",
+    )
     apply.add_argument("--dir", metavar="LEDGER_DIR", help="default: ledger_dir from the config")
     when = apply.add_mutually_exclusive_group()
     when.add_argument("--today", metavar="YYYY-MM-DD", help="UTC date the row's expiry counts from")
@@ -71,15 +79,15 @@ def _run_apply(args: argparse.Namespace) -> int:
     today = _today(args)
     directory = args.dir or config.resolve(config.ledger_dir)
     exits: list[int] = []
-    for path in args.packets:
-        try:
-            packet = read_record(path)
-        except InputError as exc:
-            exits.append(input_exit(exc))
-            out.emit(_unreadable(path, exc, exits[-1]))
+    for packet in read_packets(args.packets):
+        path = packet.source
+        if packet.data is None:
+            assert packet.error is not None
+            exits.append(packet.error_exit)
+            out.emit(_unreadable(path, packet.error, exits[-1]))
             continue
         try:
-            action = apply_budget(directory, packet, today=today, policy=config.policy)
+            action = apply_budget(directory, packet.data, today=today, policy=config.policy)
         except OSError as exc:
             raise RecordWriteError(exc.filename or directory, exc.strerror or str(exc)) from None
         code = action.decision.exit_code

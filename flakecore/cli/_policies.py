@@ -18,6 +18,7 @@ from flakecore.codes import AdmitCode, BudgetCode, ClassifyClass, DecideCode, Po
 from flakecore.decide import decide
 from flakecore.decision import DECISION_FORMAT, DECISION_FORMAT_VERSION, Decision
 from flakecore.errors import UsageError
+from flakecore.gate.seedrun import budget_evidence
 from flakecore.policy import Policy
 
 __all__ = ["register"]
@@ -36,9 +37,16 @@ _UNREADABLE: dict[PolicyName, Any] = {
 _JUDGES: dict[PolicyName, Judge] = {
     PolicyName.ADMIT: lambda p, _now, policy: admit(p, policy=policy),
     PolicyName.DECIDE: lambda p, _now, policy: decide(p, policy=policy),
-    PolicyName.BUDGET: lambda p, _now, policy: budget(p, policy=policy),
+    PolicyName.BUDGET: lambda p, _now, policy: _budget(p, policy),
     PolicyName.CLASSIFY: lambda p, now, policy: classify(p, now=now, policy=policy),
 }
+
+
+def _budget(record: Mapping[str, object], policy: Policy) -> AnyDecision:
+    """A budget packet, or budget-run's ``budget.json`` as it is (its packet, checked)."""
+    packet, refused = budget_evidence(record, policy=policy)
+    return refused or budget(packet, policy=policy)
+
 
 _HELP = {
     PolicyName.ADMIT: (

@@ -29,8 +29,10 @@ from flakecore.exits import EXIT_CANTCREAT, EXIT_IOERR
 from flakecore.gate.replay import (
     ExitStatusJudge,
     Judge,
+    ReplayOutcome,
     ReplayRequest,
     ReportJudge,
+    ReportReader,
     run_replay,
 )
 from flakecore.gate.runtime import Terminated, remove_file, signals_raise
@@ -109,6 +111,13 @@ def _register_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         action="append",
         metavar="FILE",
         help="the patch run's attempt log (repeat for several workers)",
+    )
+    patch.add_argument(
+        "--patch-report",
+        action="append",
+        metavar="FILE",
+        help="the patch run's test report, read as --report-format says (repeat for several); "
+        "the --test-id test's failed attempts are the patch misses",
     )
     parser.add_argument(
         "--report", metavar="FILE", help="report the COMMAND writes (relative to the worktree)"
@@ -195,17 +204,27 @@ def _output_fd() -> int:
 _IterAttempts = Callable[..., Iterable[Attempt]]
 
 
-def _report_judge(args: argparse.Namespace) -> ReportJudge:
+def _report_reader(args: argparse.Namespace, flag: str, name: str | None) -> ReportReader:
+    """The adapters' reader of ``--test-id``'s attempts, in ``--report-format``.
+
+    ``name`` names the report in records and errors (None: its path).
+    """
     if args.test_id is None:
-        raise UsageError("replay: --report needs --test-id (the one test to read from it)")
-    module = adapters("replay --report", report_format=args.report_format)
+        raise UsageError(f"replay: {flag} needs --test-id (the one test to read from it)")
+    module = adapters(f"replay {flag}", report_format=args.report_format)
     iter_attempts = cast(_IterAttempts, module.iter_attempts)
-    fmt, report, test_id = args.report_format, args.report, args.test_id
+    fmt, test_id = args.report_format, args.test_id
 
     def read(path: Path) -> Iterable[Attempt]:
-        return iter_attempts(os.fspath(path), format=fmt, source_name=report, test_id=test_id)
+        source = os.fspath(path) if name is None else name
+        return iter_attempts(os.fspath(path), format=fmt, source_name=source, test_id=test_id)
 
-    return ReportJudge(report=report, test_id=test_id, read=read)
+    return read
+
+
+def _report_judge(args: argparse.Namespace) -> ReportJudge:
+    read = _report_reader(args, "--report", args.report)
+    return ReportJudge(report=args.report, test_id=args.test_id, read=read)
 
 
 def _progress(attempt: int, total: int, misses: int) -> None:
@@ -238,6 +257,7 @@ def _run_replay(args: argparse.Namespace) -> int:
         judge = _report_judge(args)
     else:
         judge = ExitStatusJudge(_miss_codes(args.miss_exit_codes))
+    patch_reader = _report_reader(args, "--patch-report", None) if args.patch_report else None
     request = ReplayRequest(
         checkout=Path.cwd(),
         base=args.base,
@@ -249,6 +269,7 @@ def _run_replay(args: argparse.Namespace) -> int:
         attempts=args.attempts,
         patch_misses=args.patch_misses,
         patch_logs=tuple(Path(p) for p in args.patch_log or ()),
+        patch_reports=tuple(Path(p) for p in args.patch_report or ()),
         property_id=args.test_id,
         timeout_s=args.timeout,
         seed_env=args.seed_env,
@@ -263,6 +284,7 @@ def _run_replay(args: argparse.Namespace) -> int:
                 progress=_progress if sys.stderr.isatty() else None,
                 output=_output_fd(),
                 policy=policy,
+                patch_reader=patch_reader,
             )
     except Terminated as exc:
         return _stopped(exc)
@@ -288,10 +310,18 @@ def _run_replay(args: argparse.Namespace) -> int:
         Result(
             json={**decision.to_json(), "input": "replay", **outcome.to_json()},
             text=text,
-            row=_row(args.test_id or args.property_file, args.out, decision),
+            row=_row(args.test_id or args.property_file, _replay_evidence(args, outcome), decision),
         )
     )
     return output.finish(decision.exit_code)
+
+
+def _replay_evidence(args: argparse.Namespace, outcome: ReplayOutcome) -> str:
+    """The files the replay left to look at: the freeze record, the attempt log (if kept)."""
+    kept = [args.out] if outcome.freeze is not None else []
+    if args.log is not None and os.path.isfile(args.log):
+        kept.append(args.log)
+    return ", ".join(kept)
 
 
 def _run_budget(args: argparse.Namespace) -> int:
@@ -336,7 +366,7 @@ def _run_budget(args: argparse.Namespace) -> int:
                 "record": outcome.record,
             },
             text=[line],
-            row=_row(args.test_id, args.out, decision),
+            row=_row(args.test_id, args.out if outcome.record is not None else "", decision),
         )
     )
     return output.finish(decision.exit_code)

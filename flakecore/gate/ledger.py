@@ -34,6 +34,7 @@ from flakecore.budget import BudgetDecision, budget, ledger_row
 from flakecore.codes import BudgetCode, DecideCode
 from flakecore.decide import decide
 from flakecore.errors import InputError, UsageError
+from flakecore.gate.seedrun import budget_evidence
 from flakecore.gate.vote import DECIDE_PACKET_FORMAT
 from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object, read_file
 from flakecore.lease import LEASE_FORMAT, format_version_ok, lease_problems
@@ -380,13 +381,15 @@ class LedgerAction:
 
     ``action`` is ``wrote`` (FLAKE_CANDIDATE), ``deleted`` (STABLE_PASS with a
     row), ``untouched`` (anything else) or ``refused`` (a FLAKE_CANDIDATE that
-    cannot name its parent commit, so no row can be written).
+    cannot name its parent commit, so no row can be written, or a
+    ``budget.json`` whose packet disagrees with its own runs).
     """
 
     decision: BudgetDecision
     action: str
     test_id: str | None
     path: str | None
+    """The row's file: written, deleted, or kept; None when no such file is or was there."""
     row: dict[str, object] | None
     note: str
 
@@ -409,12 +412,27 @@ def apply_budget(
     today: dt.date,
     policy: Policy = DEFAULT_POLICY,
 ) -> LedgerAction:
-    """Run :func:`flakecore.budget` on ``packet`` and change the ledger as SPEC 3.3 says.
+    """Run :func:`flakecore.budget` on ``packet`` and change the ledger (docs/policies.md).
 
-    The directory is created when missing.  Only ``FLAKE_CANDIDATE`` writes
-    and only ``STABLE_PASS`` deletes; a process error (``INSUFFICIENT_BUDGET``)
-    and every rejecting code leave every file as it was.
+    ``packet`` is a budget packet, or the ``budget.json`` that ``budget-run``
+    wrote, as it is (:func:`~flakecore.gate.seedrun.budget_evidence`: its
+    packet counts only when it agrees with the record's own runs; otherwise
+    the packet is refused and nothing changes).  The directory is created
+    when missing.  Only ``FLAKE_CANDIDATE`` writes and only ``STABLE_PASS``
+    deletes; a process error (``INSUFFICIENT_BUDGET``) and every rejecting
+    code leave every file as it was.
     """
+    packet, refused = budget_evidence(packet, policy=policy)
+    if refused is not None:
+        test_id = packet.get("test_id")
+        return LedgerAction(
+            decision=refused,
+            action="refused",
+            test_id=test_id if isinstance(test_id, str) else None,
+            path=None,
+            row=None,
+            note="ledger untouched: the packet's summary is not what its recorded runs give",
+        )
     decision = budget(packet, policy=policy)
     test_id = packet.get("test_id") if isinstance(packet, Mapping) else None
     if decision.code is BudgetCode.FLAKE_CANDIDATE:
@@ -460,7 +478,7 @@ def apply_budget(
                 decision=decision,
                 action="untouched",
                 test_id=test_id,
-                path=path,
+                path=None,
                 row=None,
                 note="no row for this test to delete",
             )
@@ -473,7 +491,8 @@ def apply_budget(
             note="stable pass: the row for this test is deleted",
         )
     note = f"ledger untouched: {decision.code.value} opens no row"
-    if os.path.lexists(path):
+    stored = os.path.lexists(path)
+    if stored:
         try:
             existing: dict[str, object] | None = read_record(path)
         except InputError:
@@ -483,7 +502,12 @@ def apply_budget(
         else:
             note += " (the stored row for this test stays until it expires)"
     return LedgerAction(
-        decision=decision, action="untouched", test_id=test_id, path=path, row=None, note=note
+        decision=decision,
+        action="untouched",
+        test_id=test_id,
+        path=path if stored else None,
+        row=None,
+        note=note,
     )
 
 

@@ -24,8 +24,9 @@ import re
 import stat
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Final
 
 import attrs
 
@@ -43,22 +44,34 @@ from flakecore.gate.runtime import (
     substitute,
 )
 from flakecore.gate.worktree import GitError, read_blob, repo_toplevel, resolve_commit
+from flakecore.lease import format_version_ok
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import BudgetPacket, Seed
 
 __all__ = [
+    "BUDGET_RUN_FIELDS",
     "BUDGET_RUN_FORMAT",
     "BudgetRunOutcome",
     "BudgetRunRequest",
     "DigestKind",
     "SeedRun",
+    "budget_evidence",
     "fixture_digest",
+    "observation_packet",
     "parse_seeds",
     "run_budget",
 ]
 
 #: ``format`` of the record ``budget-run`` writes (``budget.json``).
 BUDGET_RUN_FORMAT = "flakecore.budget-run"
+#: The fields of ``budget.json`` and of its parts (schemas/budget-run.v1.json).
+BUDGET_RUN_FIELDS: Final = {
+    "": ("format", "format_version", "test_id", "parent", "head", "property", "runs", "packet"),
+    "parent": ("base", "commit", "path", "digest", "digest_kind"),
+    "head": ("path", "digest", "digest_kind", "digest_after_run"),
+    "property": ("command", "holds", "exit", "timed_out", "duration_s"),
+    "runs": ("seed", "result", "exit", "duration_s"),
+}
 _INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
 #: How a fixture was digested: ``canonical-json`` or ``file`` (raw bytes).
 DigestKind = str
@@ -83,7 +96,7 @@ def parse_seeds(text: str) -> tuple[Seed, ...]:
     Only canonical decimals become integers: ``007`` stays the string ``"007"``
     (reading it as ``7`` would silently run another seed).
 
-    Duplicates are kept: refusing them is ``budget``'s job (it names them).
+    Duplicates are kept here; :func:`run_budget` refuses them before anything runs.
     """
     seeds: list[Seed] = []
     for raw in text.split(","):
@@ -182,6 +195,11 @@ def _validate(request: BudgetRunRequest) -> None:
         )
     if request.timeout_s is not None and not request.timeout_s > 0:
         raise UsageError("budget-run: --timeout must be a positive number of seconds")
+    seeds = request.seeds or ()
+    if repeated := [s for i, s in enumerate(seeds) if any(_same(s, t) for t in seeds[:i])]:
+        raise UsageError(
+            f"budget-run: --seeds repeats {repeated[0]!r}: each committed seed runs exactly once"
+        )
 
 
 def _seed_result(run: CommandRun, miss_codes: frozenset[int]) -> AttemptResult:
@@ -331,7 +349,7 @@ class _BudgetRun:
         if holds is None and not rewritten:
             self.notes.append(f"the property was not scored: {run.describe()}")
         record["property"] = {
-            "command": list(run.argv),
+            "command": list(request.property_command),  # the copy it named is gone
             "holds": holds,
             "exit": run.returncode,
             "timed_out": run.timed_out,
@@ -367,6 +385,121 @@ class _BudgetRun:
             )
             return None
         return passes
+
+
+def _same(a: object, b: object) -> bool:
+    """Equal by value *and* type (``True`` is not ``1``, ``"3"`` is not ``3``)."""
+    return type(a) is type(b) and a == b
+
+
+def _replayed(
+    record: Mapping[str, object], seeds: list[object], head: Mapping[str, object]
+) -> tuple[bool | None, int | None]:
+    """``(property_holds, passes)`` as the record's own property result and runs give them.
+
+    Mirrors :class:`_BudgetRun`: seeds run only when the property holds, in the
+    committed order, one each; a run that neither passed nor missed ends the
+    runs and leaves ``passes`` null, and so does a head fixture that could not
+    be read after the runs.  Raises ``ValueError`` for a property result or
+    runs that no budget-run could have written.
+    """
+    prop = record.get("property")
+    holds = prop.get("holds") if isinstance(prop, Mapping) else prop
+    if not (holds is None or isinstance(holds, bool)):
+        raise ValueError("property is not a recorded property result")
+    runs = record.get("runs")
+    if not isinstance(runs, list) or not all(isinstance(r, Mapping) for r in runs):
+        raise ValueError("runs is not a list of run records")
+    in_order = all(_same(r.get("seed"), seed) for r, seed in zip(runs, seeds, strict=False))
+    if len(runs) > len(seeds) or not in_order:
+        raise ValueError("the runs are not one run per committed seed, in order")
+    results = [r.get("result") for r in runs]
+    filled = [x in (AttemptResult.PASS.value, AttemptResult.MISS.value) for x in results]
+    if any(x not in {r.value for r in AttemptResult} for x in results) or not all(filled[:-1]):
+        raise ValueError("a run has no result, or runs went on after one that filled nothing")
+    if runs and holds is not True:
+        raise ValueError("seeds ran although the property was not found to hold")
+    unread = "digest_after_run" in head and not head["digest_after_run"]
+    if holds is not True or len(runs) != len(seeds) or not all(filled) or unread:
+        return holds, None
+    return holds, results.count(AttemptResult.PASS.value)
+
+
+def observation_packet(record: Mapping[str, object]) -> tuple[dict[str, object] | None, list[str]]:
+    """The budget packet of a ``budget.json``, checked against the record's own runs.
+
+    Returns ``(packet, problems)``: ``problems`` lists every way the packet's
+    summary (digests, property, passes, budget, parent commit -- and so its
+    code) disagrees with what the record says was observed; the packet counts
+    only when that list is empty.  A process that outlived its run, or anyone
+    who edited the file afterwards, changes the summary; the runs have to be
+    rewritten to match as well, which this check cannot see (that is what
+    signed records are for).
+    """
+    packet = record.get("packet")
+    if record.get("format") != BUDGET_RUN_FORMAT or not isinstance(packet, Mapping):
+        return None, [f"not a {BUDGET_RUN_FORMAT} record with a packet"]
+    seeds, parent, head = packet.get("seeds"), record.get("parent"), record.get("head")
+    if not (isinstance(seeds, list) and isinstance(parent, Mapping) and isinstance(head, Mapping)):
+        return None, ["the record has no seed list, parent or head"]
+    try:
+        holds, passes = _replayed(record, seeds, head)
+    except ValueError as exc:
+        return None, [str(exc)]
+    after = head.get("digest_after_run")
+    expected: dict[str, object] = {
+        "test_id": record.get("test_id"),
+        "parent_digest": parent.get("digest"),
+        "head_digest": after if after else head.get("digest"),
+        "property_holds": holds,
+        "passes": passes,
+        "budget": len(seeds),
+        "opened_against": parent.get("commit"),
+    }
+    problems = [
+        f"{name} is {packet.get(name)!r} but the record gives {value!r}"
+        for name, value in expected.items()
+        if not _same(packet.get(name), value)
+    ]
+    claimed, observed = budget(packet).code, budget({**packet, **expected}).code
+    if claimed is not observed:
+        problems.append(f"its code is {claimed.value} but its runs give {observed.value}")
+    return (None if problems else dict(packet)), problems
+
+
+def budget_evidence(
+    record: Mapping[str, object], *, policy: Policy = DEFAULT_POLICY
+) -> tuple[Mapping[str, object], BudgetDecision | None]:
+    """The budget packet a record holds, and the refusal when it cannot be trusted.
+
+    A ``budget.json`` that ``budget-run`` wrote is accepted as it is: its
+    packet, once :func:`observation_packet` found it to agree with the
+    record's own runs (else the refusal is ``INSUFFICIENT_BUDGET``, naming
+    every disagreement, and every field no budget-run writes).  Any other
+    record is taken as a budget packet.
+    """
+    if record.get("format") != BUDGET_RUN_FORMAT:
+        return record, None
+    verified, problems = observation_packet(record)
+    reasons = [f"not a budget.json budget-run writes: {p}" for p in _shape_problems(record)]
+    reasons += [f"the record disagrees with its own runs: {p}" for p in problems]
+    if verified is None or reasons:
+        return record, budget_verdict(BudgetCode.INSUFFICIENT_BUDGET, *reasons, policy=policy)
+    return verified, None
+
+
+def _shape_problems(record: Mapping[str, object]) -> list[str]:
+    """What no budget-run writes: another major version, or a field it does not know."""
+    problems = []
+    if not format_version_ok(record.get("format_version")):
+        problems.append("format_version is missing or not a 1.x version")
+    for part, fields in BUDGET_RUN_FIELDS.items():
+        value = record.get(part) if part else record
+        for item in value if part == "runs" and isinstance(value, list) else [value]:
+            if isinstance(item, Mapping):
+                where = f"{part}: " if part else ""
+                problems += [f"{where}unknown field {k!r}" for k in sorted(set(item) - set(fields))]
+    return problems
 
 
 def run_budget(
