@@ -307,7 +307,9 @@ def test_enums_equal_the_core_enums() -> None:
     assert props("run-record")["class"]["enum"] == [*values(FailureClass), None]
     run = props("budget-run")["runs"]["items"]["properties"]
     assert run["result"]["enum"] == values(AttemptResult)
-    assert props("budget-run")["parent"]["properties"]["digest_kind"]["$ref"] == "#/$defs/digestKind"
+    assert (
+        props("budget-run")["parent"]["properties"]["digest_kind"]["$ref"] == "#/$defs/digestKind"
+    )
     assert props("attempt-record")["outcome"]["enum"] == values(Outcome)
     assert props("attempt-record")["flags"]["items"]["enum"] == values(AttemptFlag)
     assert props("attempts-summary")["status"]["enum"] == values(LogStatus)
