@@ -51,7 +51,8 @@ def install_wheel(session: nox.Session, extras: str = "all") -> str:
 def tests(session: nox.Session) -> None:
     """Run the test suite against the installed wheel (slow tests and tests/schemas excluded)."""
     install_wheel(session)
-    session.install(*TEST_DEPS, *BENCH_DEPS, "build")
+    # setuptools and wheel: the isolation e2e tests pip-install a throwaway package offline.
+    session.install(*TEST_DEPS, *BENCH_DEPS, "build", "setuptools", "wheel")
     # tests/schemas is the schemas session's: each test runs once per README command.
     args = session.posargs or ["-m", "not slow", "-p", "no:cacheprovider", "--ignore=tests/schemas"]
     session.run("pytest", *args)

@@ -51,7 +51,11 @@ def _run(args: argparse.Namespace) -> int:
     ledger_globs = tuple(args.ledger_glob) if args.ledger_glob else config.effective_ledger_globs
     try:
         result = run_guard(
-            args.repo, args.base, fixture_globs=fixture_globs, ledger_globs=ledger_globs
+            args.repo,
+            args.base,
+            fixture_globs=fixture_globs,
+            ledger_globs=ledger_globs,
+            ledger_dirs=(config.ledger_dir, config.lease_dir),
         )
     except GitError as exc:
         message = f"guard: cannot read the diff: {exc}"

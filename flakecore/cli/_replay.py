@@ -35,14 +35,16 @@ from flakecore.gate.replay import (
     ReportReader,
     run_replay,
 )
-from flakecore.gate.runtime import Terminated, remove_file, signals_raise
+from flakecore.gate.runtime import Terminated, adopt_orphans, remove_file, signals_raise
 from flakecore.gate.seedrun import BudgetRunRequest, parse_seeds, run_budget
 
 __all__ = ["register"]
 
 _REPLAY_EPILOG = (
     "COMMAND runs once per attempt in a fresh process, cwd = the base worktree; {seed} in it is "
-    "replaced by --seed. Without --report: exit 0 pass, a --miss-exit-codes status (default 1, "
+    "replaced by --seed. Before the first attempt --setup runs there once, and the COMMAND's "
+    "Python is probed: imports that resolve into this checkout are REJECT_INCOMPLETE. "
+    "Without --report: exit 0 pass, a --miss-exit-codes status (default 1, "
     "pytest's 'tests failed') miss, a timeout timeout, any other status error. "
     "exit: 0 ACCEPT_PREEXISTING (freeze record written to --out), 1 REJECT_INCOMPLETE "
     "(also: git failure, dirty base, unusable report), 2 REJECT_PROPERTY_DRIFT, "
@@ -138,6 +140,12 @@ def _register_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     parser.add_argument(
         "--log", metavar="ATTEMPTS.jsonl", help="attempt log to create (default: a temporary file)"
     )
+    parser.add_argument(
+        "--setup",
+        metavar="'CMD ...'",
+        help="one shell-quoted command run once in the base worktree before the first attempt "
+        "(e.g. build the base its own venv)",
+    )
     _common_run_flags(parser)
     add_output_arguments(parser, reports=True)
     add_config_arguments(parser)
@@ -189,6 +197,19 @@ def _miss_codes(text: str) -> frozenset[int]:
     if 0 in codes:
         raise UsageError("--miss-exit-codes: 0 is a pass, never a miss")
     return codes
+
+
+def _shell_words(flag: str, text: str | None) -> tuple[str, ...]:
+    """One shell-quoted string (split with shlex, run without a shell) as argv."""
+    if text is None:
+        return ()
+    try:
+        words = tuple(shlex.split(text))
+    except ValueError as exc:
+        raise UsageError(f"{flag}: {exc}") from None
+    if not words:
+        raise UsageError(f"{flag} is empty")
+    return words
 
 
 def _output_fd() -> int:
@@ -274,7 +295,9 @@ def _run_replay(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         seed_env=args.seed_env,
         log=Path(args.log) if args.log is not None else None,
+        setup=_shell_words("--setup", args.setup),
     )
+    adopt_orphans()  # the second line: this process owns everything it starts
     try:
         with signals_raise():
             outcome = run_replay(
@@ -328,10 +351,7 @@ def _run_budget(args: argparse.Namespace) -> int:
     policy = config_from_args(args).policy
     out = Path(args.out)
     remove_file(out)  # a stale observation never stands in for this one
-    try:
-        property_cmd = tuple(shlex.split(args.property_cmd))
-    except ValueError as exc:
-        raise UsageError(f"--property-cmd: {exc}") from None
+    property_cmd = _shell_words("--property-cmd", args.property_cmd)
     request = BudgetRunRequest(
         checkout=Path.cwd(),
         test_id=args.test_id,
@@ -345,6 +365,7 @@ def _run_budget(args: argparse.Namespace) -> int:
         seed_env=args.seed_env,
         miss_exit_codes=_miss_codes(args.miss_exit_codes),
     )
+    adopt_orphans()
     try:
         with signals_raise():
             outcome = run_budget(request, out=out, output=_output_fd(), policy=policy)

@@ -63,7 +63,8 @@ __all__ = [
 
 DEFAULT_LEDGER_DIR: Final = ".flakecore/ledger"
 DEFAULT_LEASE_DIR: Final = ".flakecore/leases"
-#: Fixture, oracle and test paths the guard watches unless configured.
+#: Fixture, oracle and test paths the guard watches unless configured; test configuration
+#: at any depth too (it decides what a test run means as much as a test body does).
 DEFAULT_FIXTURE_GLOBS: Final = (
     "tests/*",
     "test/*",
@@ -72,6 +73,10 @@ DEFAULT_FIXTURE_GLOBS: Final = (
     "test_*.py",
     "*_test.py",
     "conftest.py",
+    "pyproject.toml",
+    "setup.cfg",
+    "tox.ini",
+    "pytest.ini",
 )
 #: The ``Policy`` fields a configuration may set.
 POLICY_KEYS: Final = tuple(a.name for a in attrs.fields(Policy))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import stat
 import subprocess
 import tempfile
@@ -36,6 +37,7 @@ from flakecore.digest import canonical_json_sha256, sha256_bytes
 from flakecore.errors import InputError, UsageError
 from flakecore.gate.replay import DEFAULT_MISS_EXIT_CODES
 from flakecore.gate.runtime import (
+    WEAK_CONTAINMENT,
     CommandRun,
     atomic_write,
     child_env,
@@ -212,12 +214,31 @@ def _seed_result(run: CommandRun, miss_codes: frozenset[int]) -> AttemptResult:
     return AttemptResult.ERROR
 
 
+class _Uncontained(Exception):
+    """A run left a process that could not be ended: nothing it touched can be recorded."""
+
+
 class _BudgetRun:
     def __init__(self, request: BudgetRunRequest, policy: Policy, output: int) -> None:
         self.request = request
         self.policy = policy
         self.output = output
         self.notes: list[str] = []
+        self.weak = False
+
+    def execute(self, argv: Sequence[str], top: Path, extra: dict[str, str]) -> CommandRun:
+        """One contained run; raises :class:`_Uncontained` unless every process of it ended."""
+        run = run_command(
+            argv,
+            cwd=top,
+            timeout_s=self.request.timeout_s,
+            env=child_env(extra),
+            output=self.output,
+        )
+        if failure := run.containment_failure:
+            raise _Uncontained(f"{shlex.join(argv)}: {failure}")
+        self.weak = self.weak or run.weakly_contained
+        return run
 
     def run(self, out: Path) -> BudgetRunOutcome:
         request, policy = self.request, self.policy
@@ -256,12 +277,17 @@ class _BudgetRun:
         }
         holds: bool | None = None
         passes: int | None = None
-        if parent_digest == head_digest:
-            holds = self.score_property(top, parent_bytes, parent_path, record)
-        if holds is True and not self.seeds_ok(seeds):
-            self.notes.append("no seed was run: the committed seed list cannot fill the budget")
-        elif holds is True:
-            passes = self.run_seeds(top, seeds, record)
+        try:
+            if parent_digest == head_digest:
+                holds = self.score_property(top, parent_bytes, parent_path, record)
+            if holds is True and not self.seeds_ok(seeds):
+                self.notes.append("no seed was run: the committed seed list cannot fill the budget")
+            elif holds is True:
+                passes = self.run_seeds(top, seeds, record)
+        except _Uncontained as exc:
+            return BudgetRunOutcome(decision=_insufficient(policy, str(exc)), record=None)
+        if self.weak:
+            self.notes.append(WEAK_CONTAINMENT)
         # Hash after the run: a loader that rewrote the head fixture is drift.
         head = record["head"]
         assert isinstance(head, dict)
@@ -328,13 +354,7 @@ class _BudgetRun:
             copy.write_bytes(parent_bytes)
             copy.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
             argv = substitute(request.property_command, fixture=str(copy))
-            run = run_command(
-                argv,
-                cwd=top,
-                timeout_s=request.timeout_s,
-                env=child_env({"FLAKECORE_FIXTURE": str(copy)}),
-                output=self.output,
-            )
+            run = self.execute(argv, top, {"FLAKECORE_FIXTURE": str(copy)})
             rewritten = not copy.is_file() or copy.read_bytes() != parent_bytes
         holds: bool | None
         if run.start_error is not None or run.timed_out or run.returncode is None:
@@ -366,9 +386,7 @@ class _BudgetRun:
             text = str(seed)
             argv = substitute(request.command, seed=text)
             extra = {request.seed_env: text} if request.seed_env else {}
-            run = run_command(
-                argv, cwd=top, timeout_s=request.timeout_s, env=child_env(extra), output=self.output
-            )
+            run = self.execute(argv, top, extra)
             result = _seed_result(run, request.miss_exit_codes)
             runs.append(
                 SeedRun(
@@ -514,7 +532,9 @@ def run_budget(
     ``out`` is deleted first, so a stale observation never stands in for this
     one.  Raises :class:`~flakecore.errors.UsageError` for a request that
     makes no sense and :class:`~flakecore.errors.InputError` when the head
-    fixture cannot be read; a git failure is ``INSUFFICIENT_BUDGET``.
+    fixture cannot be read; a git failure is ``INSUFFICIENT_BUDGET``, and so
+    is a run that left a process which could not be ended (then no record is
+    written: that process could still rewrite it).
     ``output`` receives the commands' stdout and stderr (discarded by default).
     """
     remove_file(out)

@@ -29,6 +29,7 @@ from flakecore.gate.ledger import (
     row_expired,
     row_problems,
 )
+from flakecore.gate.seedrun import BUDGET_RUN_FORMAT, observation_packet
 from flakecore.policy import Policy
 from flakecore.timeutil import format_rfc3339
 from gate.support import HOST, NOW, TEST_ID, budget_packet, lease_record, listing, row_record, store
@@ -352,3 +353,87 @@ def test_every_record_gets_a_verdict_at_any_instant(
     lease = check_record(lease_record(opened_at=opened, expires_at=expires), path=NAME, now=now)
     row = check_record(row_record(expires_on=day.isoformat()), path=NAME, now=now)
     assert lease.kind == "lease" and row.kind == "ledger-row"
+
+
+# --------------------------------------------------------------------------- budget.json
+
+
+def observation(**changes: Any) -> dict[str, Any]:
+    """A ``budget.json`` as ``budget-run`` writes it: 5 of 8 seeds passed (FLAKE_CANDIDATE)."""
+    packet = budget_packet(test_id=TEST_ID)
+    results = ["pass", "miss", "pass", "miss", "pass", "miss", "pass", "pass"]
+    seeds = packet["seeds"]
+    assert isinstance(seeds, list)
+    record: dict[str, Any] = {
+        "format": BUDGET_RUN_FORMAT,
+        "format_version": "1.0",
+        "test_id": TEST_ID,
+        "parent": {"base": "main", "commit": packet["opened_against"], "path": "f.json",
+                   "digest": packet["parent_digest"], "digest_kind": "canonical-json"},
+        "head": {"path": "f.json", "digest": packet["head_digest"], "digest_kind": "canonical-json"},
+        "property": {"command": ["p"], "holds": True, "exit": 0, "timed_out": False,
+                     "duration_s": 0.1},
+        "runs": [{"seed": s, "result": r, "exit": int(r == "miss"), "duration_s": 0.1}
+                 for s, r in zip(seeds, results, strict=True)],
+        "packet": packet,
+    }  # fmt: skip
+    for path, value in changes.items():
+        *parents, key = path.split(".")
+        target = record
+        for part in parents:
+            target = target[part]
+        target[key] = value
+    return record
+
+
+def test_an_honest_observation_yields_its_packet() -> None:
+    record = observation()
+    assert observation_packet(record) == (record["packet"], [])
+
+
+def test_runs_stopped_by_a_timeout_give_null_passes() -> None:
+    runs = observation()["runs"][:3]
+    runs[-1]["result"] = "timeout"
+    record = observation(runs=runs, **{"packet.passes": None})
+    assert observation_packet(record) == (record["packet"], [])
+
+
+SEEDS = [11, 23, 47, 71, 97, 131, 173, 211]
+MISMATCHES = [
+    ("passes", {"packet.passes": 4}, "passes is 4 but the record gives 5"),
+    ("all-missed", {"runs": [{"seed": s, "result": "miss"} for s in SEEDS]},
+     "passes is 5 but the record gives 0"),
+    ("property", {"property.holds": False}, "seeds ran although the property was not found"),
+    ("head", {"head.digest_after_run": "c" * 64}, f"head_digest is {'a' * 64!r} but"),
+    ("parent", {"parent.commit": "3" * 40}, "opened_against is"),
+    ("budget", {"packet.budget": 9}, "budget is 9 but the record gives 8"),
+    ("seed-order", {"packet.seeds": [23, 11, 47, 71, 97, 131, 173, 211]}, "not one run per"),
+    ("int-vs-str", {"packet.seeds": ["11", 23, 47, 71, 97, 131, 173, 211]}, "not one run per"),
+    ("bad-result", {"runs": [{"seed": 11, "result": "green"}]}, "a run has no result"),
+    ("after-error", {"runs": [{"seed": 11, "result": "error"}, {"seed": 23, "result": "pass"}]},
+     "runs went on after one"),
+    ("no-packet", {"packet": None}, "not a flakecore.budget-run record"),
+    ("no-head", {"head": []}, "no seed list, parent or head"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("changes", "problem"), [pytest.param(c, p, id=i) for i, c, p in MISMATCHES]
+)
+def test_a_packet_that_disagrees_with_its_runs_is_refused(
+    tmp_path: Path, changes: dict[str, Any], problem: str
+) -> None:
+    record = observation(**changes)
+    packet, problems = observation_packet(record)
+    assert packet is None and any(problem in p for p in problems), problems
+    ledger = tmp_path / "ledger"
+    store(ledger, row_record())
+    before = listing(ledger)
+    action = apply_budget(str(ledger), record, today=TODAY)
+    assert (action.action, action.decision.code) == ("refused", BudgetCode.INSUFFICIENT_BUDGET)
+    assert action.decision.exit_code == 1 and listing(ledger) == before
+
+
+def test_ledger_apply_reads_budget_json_in_place(tmp_path: Path) -> None:
+    action = apply_budget(str(tmp_path / "ledger"), observation(), today=TODAY)
+    assert (action.action, action.row) == ("wrote", row_record())
