@@ -258,7 +258,8 @@ class ReplayOutcome:
 
     ``packet`` is None when the replay stopped before it could assemble one
     (the decision is then ``REJECT_INCOMPLETE``); ``freeze`` is the record
-    written for an ``ACCEPT_PREEXISTING``, else None.
+    written for an ``ACCEPT_PREEXISTING``, else None; ``log`` is the reduced
+    ``request.log``, None without one (a temporary log is gone with the worktree).
     """
 
     decision: AdmitDecision
@@ -562,7 +563,7 @@ class _Replay:
         # 5. The log as written is the evidence; it must reduce cleanly and agree with us.
         summary = reduce_logs([log], policy=policy)
         # A temporary log goes with the worktree: the outcome names only files that stay.
-        self.log = summary if request.log is not None else attrs.evolve(summary, files=())
+        self.log = summary if request.log is not None else None
         if not summary.complete:
             raise _Refuse("attempt log is incomplete: " + "; ".join(summary.reasons))
         misses = sum(r.result is AttemptResult.MISS for r in self.runs)
