@@ -37,7 +37,7 @@ MISSING: Final = _Missing()
 #: Keys every packet may carry to name its format.
 FORMAT_KEYS: Final = ("format", "format_version")
 
-#: Numbers in records stay within +-(2**53 - 1) (SPEC 8): beyond it a JavaScript
+#: Numbers in records stay within +-(2**53 - 1) (docs/trust.md): beyond it a JavaScript
 #: reader (every JSON consumer that reads numbers as doubles) sees another value,
 #: so ``2**53`` and ``2**53 + 1`` would be two seeds here and one seed there.
 #: Larger seeds are strings.

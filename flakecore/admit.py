@@ -1,4 +1,4 @@
-"""``admit``: freeze only if the unmodified base commit already missed (SPEC 3.1)."""
+"""``admit``: freeze only if the unmodified base commit already missed (docs/policies.md)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""The two digests of SPEC 2 (raw file bytes, canonical JSON), and git commit ids.
+"""The two digests (raw file bytes, canonical JSON), and git commit ids.
 
 Hash *after* a run: a loader that rewrote a file during the run must show up
 as drift, so callers hash the file as it is when they decide.  A file's
 digest is sha256 (``sha256sum FILE``); a commit -- the base, a patch -- is
 named by its full git id (``git rev-parse HEAD``), never by a digest of
-something else (SPEC 8, docs/policies.md).
+something else (docs/trust.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Leases (SPEC 3.4): build one from a classify report and the roles; say why a stored one is bad.
+"""Leases (docs/leases.md): build one from a classify report and the roles; judge stored ones.
 
 A lease is the only freeze ``classify`` can open, and it is enforcement only
 if CI loads it and checks it again later.  Both halves live here so that they
@@ -30,6 +30,7 @@ from typing import Final
 import attrs
 
 from flakecore._fields import MISSING, is_bool, is_int, is_nonblank, is_v1
+from flakecore._wording import plural
 from flakecore.classify import ClassifyDecision, classify
 from flakecore.codes import ClassifyClass
 from flakecore.digest import commit_id_problem, is_digest
@@ -93,7 +94,7 @@ def format_version_ok(value: object) -> bool:
 
 @attrs.frozen(kw_only=True)
 class Roles:
-    """Who did what around one lease (SPEC 3.4).
+    """Who did what around one lease (docs/policies.md).
 
     ``patch_hash`` (the patch's git commit id, as ``decide`` requires) and
     ``oracle_version`` bind the lease to one patch: a new patch is a new
@@ -309,7 +310,7 @@ def _time_problems(
         problems.append("expires_at is not after opened_at")
     elif expiry - opened > policy.max_lease:  # subtract: adding overflows past 9999
         problems.append(
-            f"expires_at is more than {policy.max_lease_days} days after opened_at: "
+            f"expires_at is more than {plural(policy.max_lease_days, 'day')} after opened_at: "
             "a lease that long is a permanent freeze"
         )
     return problems, opened
@@ -324,7 +325,10 @@ def _classify_problems(record: Mapping[str, object], now: dt.datetime, policy: P
     problems = list(decision.lease_reasons)
     greens = record.get("greens")
     if is_int(greens) and greens != decision.greens:
-        problems.append(f"greens is {greens} but {decision.greens} replays are green")
+        problems.append(
+            f"greens is {greens} but {plural(decision.greens, 'replay')} "
+            f"{'is' if decision.greens == 1 else 'are'} green"
+        )
     return problems
 
 
@@ -391,7 +395,7 @@ def _value(value: object) -> str:
 
 
 def short_form(record: Mapping[str, object]) -> str:
-    """The human line of SPEC 3.4.
+    """The human line of a lease (docs/leases.md).
 
     ``class=flake property=pass pin=match sha256:<digest> origin=fail
     replays=5 budget=5 greens=4 owner=... expires_at=... canary=...``; a

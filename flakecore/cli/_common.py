@@ -34,7 +34,6 @@ __all__ = [
     "input_exit",
     "one_stdin",
     "parse_now",
-    "plural",
     "read_one",
     "read_packets",
     "warn",
@@ -93,11 +92,6 @@ def add_patch_hash_argument(
 def flat(text: str) -> str:
     """One line of plain output: whitespace runs (newlines included) become one space."""
     return " ".join(text.split())
-
-
-def plural(count: int, noun: str, nouns: str | None = None) -> str:
-    """``1 attempt``, ``3 attempts`` (``nouns``: an irregular plural)."""
-    return f"{count} {noun if count == 1 else nouns or noun + 's'}"
 
 
 def warn(message: str) -> None:

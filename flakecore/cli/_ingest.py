@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any, BinaryIO, cast
 
-from flakecore.cli._common import adapters, one_stdin, plural, warn
+from flakecore._wording import plural
+from flakecore.cli._common import adapters, one_stdin, warn
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments
 from flakecore.errors import UsageError

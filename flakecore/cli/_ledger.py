@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``ledger`` verbs."""
     ledger = sub.add_parser(
         "ledger",
-        help="apply a seed-budget decision to the ledger (SPEC 3.3)",
+        help="apply a seed-budget decision to the ledger (docs/policies.md)",
         description="The seed-budget ledger: one row per test id, one file per row.",
     )
     verbs = ledger.add_subparsers(dest="ledger_verb", metavar="ACTION", required=True)

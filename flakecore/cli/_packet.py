@@ -34,8 +34,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "packet",
         help="assemble the 13-field decide packet from the local and clean run records",
         description=(
-            "Assemble the clean-runner packet (SPEC 3.2) from two run records. A field a run "
-            "record does not prove is left out, never copied from the other run: a clean run "
+            "Assemble the clean-runner packet (docs/policies.md) from two run records. A field "
+            "a run record does not prove is left out, never copied from the other run: a clean run "
             "that did not echo its fixture or input hash makes decide say CLEAN_RUN_UNAVAILABLE."
         ),
         epilog=(
@@ -44,9 +44,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "66 missing file, 73 the output could not be written"
         ),
     )
-    parser.add_argument("--test-id", required=True, metavar="ID")
+    parser.add_argument("--test-id", required=True, metavar="ID", help="the test the vote is about")
     add_patch_hash_argument(parser, required=True, help="the patch the vote is about")
-    parser.add_argument("--oracle-version", required=True, metavar="V")
+    parser.add_argument(
+        "--oracle-version",
+        required=True,
+        metavar="V",
+        help="the test oracle's version: a new oracle is a new vote",
+    )
     parser.add_argument(
         "--local",
         required=True,

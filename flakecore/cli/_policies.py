@@ -26,7 +26,7 @@ __all__ = ["register"]
 AnyDecision = Decision[Any]
 Judge = Callable[[Mapping[str, object], dt.datetime, Policy], AnyDecision]
 
-#: What a packet that cannot be read becomes, per policy (SPEC 7: a refusal, never a skip).
+#: What a packet that cannot be read becomes, per policy (README.md, CLI: a refusal, never a skip).
 _UNREADABLE: dict[PolicyName, Any] = {
     PolicyName.ADMIT: AdmitCode.REJECT_INCOMPLETE,
     PolicyName.DECIDE: DecideCode.MISSING_FIELD,
@@ -101,17 +101,35 @@ def _add_classify_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
         "evidence as flags (instead of FILE; a flag left out is missing evidence)"
     )
-    group.add_argument("--property-verdict", metavar="pass|fail")
-    group.add_argument("--pin-status", metavar="match|mismatch")
-    group.add_argument("--origin-passed", metavar="true|false")
+    group.add_argument(
+        "--property-verdict", metavar="pass|fail", help="the property's verdict on this run"
+    )
+    group.add_argument(
+        "--pin-status",
+        metavar="match|mismatch",
+        help="whether the fixture matched its pinned sha256 (--pinned-sha256)",
+    )
+    group.add_argument(
+        "--origin-passed",
+        metavar="true|false",
+        help="whether the failing run itself passed (false: it was red)",
+    )
     group.add_argument(
         "--replay", metavar="green,red,...", help="replay results in order (green/red)"
     )
-    group.add_argument("--owner", metavar="ID")
-    group.add_argument("--expires-at", metavar="RFC3339")
+    group.add_argument("--owner", metavar="ID", help="who owns the lease (a plain identity)")
+    group.add_argument(
+        "--expires-at",
+        metavar="RFC3339",
+        help="when the lease ends, with an offset; at most max_lease_days from now",
+    )
     group.add_argument("--budget", type=int, metavar="N", help="replay budget (default: policy)")
-    group.add_argument("--pinned-sha256", metavar="DIGEST")
-    group.add_argument("--canary", metavar="JOB")
+    group.add_argument(
+        "--pinned-sha256",
+        metavar="DIGEST",
+        help="the fixture's pinned digest: sha256sum FIXTURE (64 hex; a sha256: prefix is dropped)",
+    )
+    group.add_argument("--canary", metavar="JOB", help="the canary job that watches the lease")
 
 
 _FLAG_FIELDS = (

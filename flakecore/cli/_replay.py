@@ -1,4 +1,4 @@
-"""``flakecore replay`` and ``flakecore budget-run``: run SPEC's procedures, then decide.
+"""``flakecore replay`` and ``flakecore budget-run``: run a procedure of docs/gate.md, then decide.
 
 These verbs are the only place the gate procedures meet the adapters: the
 replay's report judge is built here from ``flakecore_adapters.iter_attempts``
@@ -89,9 +89,9 @@ def _register_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "replay",
         help="replay the base commit in a detached worktree and decide with admit",
         description=(
-            "SPEC 3.1's base replay: hash the claim on this checkout, replay the unmodified "
-            "base commit in a detached git worktree (refused unless exact and clean), count "
-            "attempts and misses, re-hash both trees after every attempt, decide with admit, "
+            "The base replay (docs/gate.md): hash the claim on this checkout, replay the "
+            "unmodified base commit in a detached git worktree (refused unless exact and clean), "
+            "count attempts and misses, re-hash both trees after every attempt, decide with admit, "
             "write the freeze record only for ACCEPT_PREEXISTING, remove the worktree always."
         ),
         epilog=_REPLAY_EPILOG,
@@ -101,10 +101,23 @@ def _register_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     parser.add_argument(
         "--attempts", type=int, metavar="N", help="base attempts (default and maximum: the cap)"
     )
-    parser.add_argument("--property-file", required=True, metavar="PATH")
-    parser.add_argument("--epoch-lock", required=True, metavar="PATH")
     parser.add_argument(
-        "--claimed-epoch", required=True, metavar="DIGEST", help="sha256 of the epoch lock"
+        "--property-file",
+        required=True,
+        metavar="PATH",
+        help="the property's source file in this checkout (hashed on both trees)",
+    )
+    parser.add_argument(
+        "--epoch-lock",
+        required=True,
+        metavar="PATH",
+        help="the fixture epoch lock file in this checkout (hashed on both trees)",
+    )
+    parser.add_argument(
+        "--claimed-epoch",
+        required=True,
+        metavar="DIGEST",
+        help="the epoch the claim names: the lock's sha256, as sha256sum EPOCH_LOCK prints it",
     )
     patch = parser.add_mutually_exclusive_group(required=True)
     patch.add_argument("--patch-misses", type=int, metavar="N", help="misses of the patch run")
@@ -132,7 +145,9 @@ def _register_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "register (junit, pytest-json, ...: see docs/adapters.md)",
     )
     parser.add_argument(
-        "--test-id", metavar="ID", help="the test in the report; recorded as property_id"
+        "--test-id",
+        metavar="ID",
+        help="the test to read from --report and --patch-report; recorded as property_id",
     )
     parser.add_argument(
         "--out", required=True, metavar="RECORD.json", help="freeze record (written on accept)"
@@ -157,13 +172,18 @@ def _register_budget_run(sub: argparse._SubParsersAction[argparse.ArgumentParser
         "budget-run",
         help="observe a fixed seed budget and decide with budget",
         description=(
-            "SPEC 3.3's seed budget: compare the parent fixture (from --base) with the head "
-            "fixture, score the property on the parent fixture, run each committed seed "
+            "The seed-budget run (docs/gate.md): compare the parent fixture (from --base) with "
+            "the head fixture, score the property on the parent fixture, run each committed seed "
             "exactly once, write the observation to --out, decide with budget."
         ),
         epilog=_BUDGET_EPILOG,
     )
-    parser.add_argument("--test-id", required=True, metavar="ID")
+    parser.add_argument(
+        "--test-id",
+        required=True,
+        metavar="ID",
+        help="the test the budget is about (its ledger row)",
+    )
     parser.add_argument(
         "--base", required=True, metavar="REV", help="the parent commit (required: no guessing)"
     )

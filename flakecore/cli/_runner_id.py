@@ -28,7 +28,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ),
         epilog="exit: 0 printed; 64 the image digest is malformed",
     )
-    parser.add_argument("--image", metavar="DIGEST", help="sha256:<64 hex> or <64 hex>")
+    parser.add_argument(
+        "--image",
+        metavar="DIGEST",
+        help="the job's image digest, sha256:<64 hex> or <64 hex> (e.g. docker inspect "
+        "--format '{{.Id}}' IMAGE)",
+    )
     add_output_arguments(parser)
     parser.set_defaults(run=_run)
 

@@ -1,10 +1,10 @@
-"""Base-only trust (SPEC 8): a record counts when the base revision holds the same bytes there.
+"""Base-only trust (docs/trust.md): a record counts when base holds the same bytes there.
 
 The default, with no keys at all: a lease, ledger row, freeze record,
 observation, run record or packet found in the scored checkout is evidence
 only when ``git cat-file`` of the same path in the base commit gives the
 same bytes -- it landed through review, in its own commit (a lease lands
-in its own reviewed commit, SPEC 3.3).  A record that base...HEAD adds or
+in its own reviewed commit, docs/policies.md).  A record that base...HEAD adds or
 changes is refused *with that reason*; with keys configured it may still
 count through a signature (:func:`read_trusted_record`).
 

@@ -5,7 +5,7 @@ a test id is untrusted text (``../../etc``, NUL, a thousand characters), so
 it never becomes a path.  Files are replaced atomically (temporary file,
 fsync, rename), so a reader sees the old record or the new one, never half.
 
-The ledger follows SPEC 3.3: a ``FLAKE_CANDIDATE`` writes the row for its
+The ledger follows ``budget`` (docs/policies.md): a ``FLAKE_CANDIDATE`` writes the row for its
 test id (replacing the previous one: only a new observation carries
 evidence), ``STABLE_PASS`` deletes it, every other code leaves the ledger
 untouched.  An expired row is absent; nothing here renews anything.
@@ -30,6 +30,7 @@ from typing import Final
 import attrs
 
 from flakecore._fields import MISSING, is_nonblank
+from flakecore._wording import plural
 from flakecore.budget import BudgetDecision, budget, ledger_row
 from flakecore.codes import BudgetCode, DecideCode
 from flakecore.decide import decide
@@ -197,8 +198,8 @@ def row_problems(row: object, *, today: dt.date, policy: Policy = DEFAULT_POLICY
             problems.append(f"expired: expires_on {expires.isoformat()} is not after {today}")
         elif expires - today > policy.max_lease:  # subtract: adding overflows past 9999
             problems.append(
-                f"expires_on {expires.isoformat()} is more than {policy.max_lease_days} days "
-                "away: a row that long is a permanent freeze"
+                f"expires_on {expires.isoformat()} is more than "
+                f"{plural(policy.max_lease_days, 'day')} away: so long a row is a permanent freeze"
             )
     return list(dict.fromkeys(problems))
 

@@ -1,4 +1,4 @@
-"""The base replay of SPEC 3.1, run for real: worktree, attempts, digests, ``admit``.
+"""The base replay (docs/gate.md), run for real: worktree, attempts, digests, ``admit``.
 
 ``admit`` judges a replay record; this module *produces* one, so a CI job
 never scripts the procedure by hand (and never gets it subtly wrong):
@@ -511,7 +511,7 @@ class _Replay:
         self.observe(files, "--setup")
 
     def isolate(self, worktree: Path, top: Path, scratch: Path) -> None:
-        """Refuse a command whose interpreter would import the scored checkout (SPEC 8)."""
+        """Refuse a command whose interpreter would import the scored checkout (docs/trust.md)."""
         argv = substitute(self.request.command, seed=self.request.seed)
         try:
             leaks = find_leaks(
@@ -612,7 +612,7 @@ def run_replay(
     output: int = subprocess.DEVNULL,
     patch_reader: ReportReader | None = None,
 ) -> ReplayOutcome:
-    """Run SPEC 3.1's replay procedure and decide with :func:`flakecore.admit`.
+    """Run the base replay (docs/gate.md) and decide with :func:`flakecore.admit`.
 
     ``out`` is deleted first and written (atomically) only for
     ``ACCEPT_PREEXISTING``: a stale freeze record is never inherited.  The

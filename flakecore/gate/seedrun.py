@@ -1,6 +1,6 @@
-"""The seed-budget run of SPEC 3.3, for real: digests, property, one run per seed.
+"""The seed-budget run (docs/gate.md), for real: digests, property, one run per seed.
 
-``budget`` judges an observation; this module makes one, in SPEC's order,
+``budget`` judges an observation; this module makes one, in the policy's order,
 stopping as early as the table allows:
 
 1. the parent fixture (the base commit's blob) and the head fixture are
@@ -527,7 +527,7 @@ def run_budget(
     policy: Policy = DEFAULT_POLICY,
     output: int = subprocess.DEVNULL,
 ) -> BudgetRunOutcome:
-    """Observe a fixed seed budget (SPEC 3.3), write ``out``, then decide with ``budget``.
+    """Observe a fixed seed budget (docs/policies.md), write ``out``, then decide with ``budget``.
 
     ``out`` is deleted first, so a stale observation never stands in for this
     one.  Raises :class:`~flakecore.errors.UsageError` for a request that

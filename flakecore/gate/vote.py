@@ -1,4 +1,4 @@
-"""Clean-runner vote (SPEC 3.2): assemble the 13-field ``decide`` packet from two run records.
+"""Clean-runner vote (docs/leases.md): the 13-field ``decide`` packet from two run records.
 
 Each run (the local one that saw the failure, and the clean one on a
 distinct runner) leaves a small *run record*::
@@ -133,7 +133,7 @@ def assemble_packet(
     patch_hash: str,
     oracle_version: str,
 ) -> PacketAssembly:
-    """Fill the 13 fields of SPEC 3.2 from two usable run records, leaving out what is unproven.
+    """Fill the decide packet's 13 fields from two usable run records, leaving out the unproven.
 
     ``property_cohort_passed`` comes from the clean run; a local run that
     reports ``false`` makes it ``false`` (the cohort did not pass everywhere).

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from packets import NOW_TEXT, admit_packet, budget_packet, classify_report, decide_packet
 
+from flakecore.cli import build_parser
 from flakecore.errors import FlakecoreError, MissingExtra
 from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT, EXIT_SOFTWARE, EXIT_USAGE
 
@@ -257,6 +260,43 @@ def test_attempts_takes_max_log_lines_from_the_configuration(tmp_path: Path) -> 
     raised = run("attempts", str(log), "--config", str(config), "--policy", "max_log_lines=3")
     assert raised.returncode == 0 and raised.stdout.startswith(b"status=COMPLETE attempts=3 ")
     assert run("attempts", str(log), "--no-config").returncode == 0
+
+
+def _options(
+    parser: argparse.ArgumentParser, name: str = "flakecore"
+) -> Iterator[tuple[str, argparse.Action]]:
+    """Every (verb, option or positional) of the CLI, sub-verbs included; hidden ones left out."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: a.help for a in action._choices_actions}
+            for verb, sub in action.choices.items():
+                assert (helps.get(verb) or "").strip(), f"{name} {verb}: no help"
+                yield from _options(sub, f"{name} {verb}")
+        elif action.help is not argparse.SUPPRESS:
+            yield name, action
+
+
+def test_every_option_of_every_verb_has_help() -> None:
+    options = list(_options(build_parser()))
+    assert len(options) > 150
+    missing = [
+        (verb, a.option_strings or [a.dest]) for verb, a in options if not (a.help or "").strip()
+    ]
+    assert missing == []
+
+
+def test_help_cites_the_user_docs_never_the_spec() -> None:
+    """No SPEC ships to users: help cites docs/ pages instead."""
+    texts = [a.help or "" for _, a in _options(build_parser())]
+    parsers = [build_parser()]
+    while parsers:
+        parser = parsers.pop()
+        texts += [parser.description or "", parser.epilog or ""]
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers += action.choices.values()
+                texts += [a.help or "" for a in action._choices_actions]
+    assert [t for t in texts if "SPEC" in t] == []
 
 
 def test_help_and_version() -> None:

@@ -12,7 +12,18 @@ import pytest
 
 from flakecore.exits import EXIT_INVALID_RECORDS, EXIT_USAGE
 from flakecore.gate.ledger import record_file_name
-from gate.support import HOST, NOW_TEXT, OTHER_HOST, PATCH, TEST_ID, cli, dump, lease_record, store
+from gate.support import (
+    HOST,
+    NOW_TEXT,
+    OTHER_HOST,
+    PATCH,
+    TEST_ID,
+    cli,
+    dump,
+    lease_record,
+    row_record,
+    store,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 #: What ``budget-run --out`` wrote for a real run (schemas/examples), byte for byte.
@@ -123,3 +134,11 @@ def test_lease_show_reads_stdin(tmp_path: Path) -> None:
     assert done.stdout.startswith("class=flake property=pass pin=match")
     later = piped("lease", "show", "-", "--now", "2027-01-01T00:00:00Z", "--no-config", stdin=stdin)
     assert later.returncode == EXIT_INVALID_RECORDS
+
+
+def test_lease_show_on_a_ledger_row_says_what_the_file_is_in_one_line(tmp_path: Path) -> None:
+    path = store(tmp_path, row_record())
+    done = cli("lease", "show", str(path), "--now", NOW_TEXT, "--no-config")
+    assert done.returncode == 65 and done.stdout == ""
+    assert done.stderr.count("\n") == 1
+    assert f"{path}: a ledger-row record ('flakecore.ledger-row'), not a lease" in done.stderr
