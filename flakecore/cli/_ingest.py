@@ -41,8 +41,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "Read test reports and write one attempt record (JSON Lines, "
             "schemas/attempt-record.v1.json) per execution of a test, reruns included. "
             "'auto' decides the format from the content, never the file name. The records are "
-            "the output in the text and json formats alike; --format github prints an annotation "
-            "and a step-summary row instead, so it needs --out for the records."
+            "the output in the text and json formats alike; with --out, --format json prints "
+            "one summary object instead, and --format github (which needs --out) an annotation "
+            "and a step-summary row."
         ),
         epilog=(
             "exit: 0 every report read; 65 a report is unusable (malformed, hostile, over a "
@@ -174,8 +175,19 @@ def _run(args: argparse.Namespace) -> int:
     missed = total == 0 and args.test_id is not None
     exit_code = EXIT_DATAERR if missed else EXIT_OK
     reason = f"no attempt of test {args.test_id!r} in the reports" if missed else summary
+    # With --out, stdout is free for a summary; without it, the records are the output.
+    counted = {
+        "input": list(args.reports),
+        "out": args.out,
+        "test_id": args.test_id,
+        "attempts": total,
+        "results": {k: v for k, v in sorted(counts.items()) if k != "flagged"},
+        "flagged": flagged,
+        "exit": exit_code,
+    }
     out.emit(
         Result(
+            json=counted if args.out is not None else None,
             row=SummaryRow(
                 test=args.test_id or "",
                 policy="ingest",
@@ -184,7 +196,7 @@ def _run(args: argparse.Namespace) -> int:
                 reason=reason,
                 evidence=args.out or "",
                 refused=missed,
-            )
+            ),
         )
     )
     if missed:

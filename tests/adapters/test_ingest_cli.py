@@ -130,6 +130,16 @@ def test_the_records_are_the_output_in_text_and_json(form: str) -> None:
     assert [r["test_id"] for r in records(out.stdout)] == ["a", "b", "c"]
 
 
+def test_with_out_json_prints_one_summary(tmp_path: Path) -> None:
+    out_file = tmp_path / "out.jsonl"
+    out = run("-", "--format", "json", "--out", str(out_file), stdin=TAP)
+    assert out.returncode == 0 and len(records(out_file.read_bytes())) == 3
+    assert records(out.stdout) == [
+        {"input": ["-"], "out": str(out_file), "test_id": None, "attempts": 3,
+         "results": {"fail": 1, "pass": 1, "skip": 1}, "flagged": 0, "exit": 0}
+    ]  # fmt: skip
+
+
 def test_github_output_annotates_and_summarises(tmp_path: Path) -> None:
     summary, out_file = tmp_path / "summary.md", tmp_path / "out.jsonl"
     done = subprocess.run(
