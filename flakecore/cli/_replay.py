@@ -265,7 +265,12 @@ def _report_reader(args: argparse.Namespace, flag: str, name: str | None) -> Rep
 
 def _report_judge(args: argparse.Namespace) -> ReportJudge:
     read = _report_reader(args, "--report", args.report)
-    return ReportJudge(report=args.report, test_id=args.test_id, read=read)
+    module, fmt = adapters("replay --report"), args.report_format
+
+    def ids(path: Path) -> Iterable[str]:
+        return cast(Iterable[str], module.iter_test_ids(os.fspath(path), format=fmt))
+
+    return ReportJudge(report=args.report, test_id=args.test_id, read=read, ids=ids)
 
 
 def _progress(attempt: int, total: int, misses: int) -> None:

@@ -2,8 +2,9 @@
 
 One file per test id, named by the sha256 of the test id (``<64 hex>.json``):
 a test id is untrusted text (``../../etc``, NUL, a thousand characters), so
-it never becomes a path.  Files are replaced atomically (temporary file,
-fsync, rename), so a reader sees the old record or the new one, never half.
+it never becomes a path.  Files are read and replaced through
+:mod:`flakecore.files` (regular files only, bounded; atomic writes through a
+random temporary file), so a reader sees the old record or the new one, never half.
 
 The ledger follows ``budget`` (docs/policies.md): a ``FLAKE_CANDIDATE`` writes the row for its
 test id (replacing the previous one: only a new observation carries
@@ -19,11 +20,9 @@ malformed or rebound record instead of trusting that it was fine once.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import re
-import secrets
 from collections.abc import Mapping
 from typing import Final
 
@@ -34,12 +33,14 @@ from flakecore._wording import plural
 from flakecore.budget import BudgetDecision, budget, ledger_row
 from flakecore.codes import BudgetCode, DecideCode
 from flakecore.decide import decide
-from flakecore.errors import InputError, UsageError
+from flakecore.errors import InputError, MissingInputError
+from flakecore.files import read_bytes, write_atomic
 from flakecore.gate.seedrun import budget_evidence
 from flakecore.gate.vote import DECIDE_PACKET_FORMAT
-from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object, read_file
+from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object
 from flakecore.lease import LEASE_FORMAT, format_version_ok, lease_problems
 from flakecore.policy import DEFAULT_POLICY, Policy
+from flakecore.testids import id_digest
 
 __all__ = [
     "DECIDE_PACKET_FORMAT",
@@ -48,7 +49,6 @@ __all__ = [
     "LedgerAction",
     "RecordCheck",
     "apply_budget",
-    "atomic_write_bytes",
     "check_directory",
     "check_record",
     "read_record",
@@ -79,11 +79,7 @@ _RECORD_NAME = re.compile(r"[0-9a-f]{64}\.json")
 
 def record_file_name(test_id: str) -> str:
     """``sha256(test_id as UTF-8)`` in hex, plus ``.json``: never a path built from the id."""
-    try:
-        data = test_id.encode("utf-8")
-    except UnicodeEncodeError:
-        raise UsageError("test id is not valid Unicode text") from None
-    return hashlib.sha256(data).hexdigest() + ".json"
+    return id_digest(test_id) + ".json"
 
 
 def utc_today(now: dt.datetime) -> dt.date:
@@ -100,45 +96,9 @@ def utc_today(now: dt.datetime) -> dt.date:
         return dt.date.max if offset is not None and offset < dt.timedelta(0) else dt.date.min
 
 
-def atomic_write_bytes(path: str, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so a reader sees the old file or the new, never half.
-
-    The temporary file is created exclusively next to the target (a
-    dot-file, which the checker skips), fsynced, renamed over the target,
-    and the directory is fsynced so the rename survives a crash.
-    """
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(directory)
-
-
-def _fsync_dir(directory: str) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
-
-
 def read_record(path: str) -> dict[str, object]:
     """One stored record, through the strict JSON reader; :class:`InputError` when unusable."""
-    return load_object(read_file(path, MAX_DOCUMENT_BYTES + 1), source=path)
+    return load_object(read_bytes(path, MAX_DOCUMENT_BYTES), source=path)
 
 
 def _parse_date(value: object) -> dt.date | None:
@@ -326,11 +286,11 @@ def check_directory(
     try:
         names = sorted(os.listdir(directory))
     except FileNotFoundError:
-        raise InputError("no such file or directory", source=directory) from None
+        raise MissingInputError("no such file or directory", source=directory) from None
     except NotADirectoryError:
-        raise InputError("cannot read: not a directory", source=directory) from None
+        raise MissingInputError("cannot read: not a directory", source=directory) from None
     except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=directory) from None
+        raise MissingInputError(f"cannot read: {exc.strerror}", source=directory) from None
     checks: list[RecordCheck] = []
     for name in names:
         if name.startswith("."):
@@ -451,7 +411,7 @@ def apply_budget(
         os.makedirs(directory, exist_ok=True)
         path = os.path.join(directory, record_file_name(test_id))
         replaced = os.path.lexists(path)
-        atomic_write_bytes(path, record_bytes(row))
+        write_atomic(path, record_bytes(row))
         return LedgerAction(
             decision=decision,
             action="wrote",

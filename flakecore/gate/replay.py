@@ -40,14 +40,14 @@ from flakecore.admit import AdmitDecision, admit, admit_verdict, freeze_record
 from flakecore.attempts import AttemptWriter, LogSummary, reduce_logs
 from flakecore.codes import AdmitCode, AttemptResult, Outcome
 from flakecore.digest import file_sha256, is_digest
-from flakecore.errors import FlakecoreError, InputError, UsageError
+from flakecore.errors import FlakecoreError, InputError, MissingInputError, UsageError
 from flakecore.evidence import Attempt, blocking_flags
+from flakecore.files import write_atomic
 from flakecore.gate.isolation import IsolationError, find_leaks
 from flakecore.gate.isolation import describe as describe_leaks
 from flakecore.gate.runtime import (
     WEAK_CONTAINMENT,
     CommandRun,
-    atomic_write,
     child_env,
     remove_file,
     run_command,
@@ -56,7 +56,9 @@ from flakecore.gate.runtime import (
 from flakecore.gate.worktree import DetachedWorktree, GitError, head_commit, repo_toplevel
 from flakecore.gate.worktree import resolve_commit as _resolve_commit
 from flakecore.policy import DEFAULT_POLICY, Policy
-from flakecore.records import AdmitEvidence
+from flakecore.records import AdmitEvidence, Seed
+from flakecore.seeds import seed_from_text
+from flakecore.testids import closest_ids
 
 __all__ = [
     "DEFAULT_MISS_EXIT_CODES",
@@ -142,6 +144,8 @@ class ReportJudge:
     report: str
     test_id: str
     read: ReportReader
+    ids: Callable[[Path], Iterable[str]] | None = None
+    """Every test id of the report, to name the closest ones when ``test_id`` has no record."""
 
     def _path(self, worktree: Path) -> Path:
         path = Path(self.report)
@@ -153,6 +157,15 @@ class ReportJudge:
         if path.is_dir() and not path.is_symlink():
             raise IncompleteAttempt(f"report path {self.report} is a directory")
         remove_file(path)
+
+    def _closest(self, path: Path) -> str:
+        if self.ids is None:
+            return ""
+        try:
+            near = closest_ids(self.test_id, self.ids(path))
+        except (InputError, OSError, ValueError):
+            return ""  # the report read once already; the refusal is about the missing record
+        return "; closest: " + ", ".join(repr(i) for i in near) if near else ""
 
     def judge(self, run: CommandRun, worktree: Path) -> AttemptResult:
         """The one record for ``test_id`` in the fresh report, as an attempt result."""
@@ -169,7 +182,9 @@ class ReportJudge:
         except (InputError, OSError, ValueError) as exc:
             raise IncompleteAttempt(f"report {self.report} is unusable: {exc}") from None
         if not records:
-            raise IncompleteAttempt(f"report {self.report} has no record for {self.test_id!r}")
+            raise IncompleteAttempt(
+                f"report {self.report} has no record for {self.test_id!r}" + self._closest(path)
+            )
         if len(records) > 1:
             raise IncompleteAttempt(
                 f"report {self.report} has {len(records)} records for {self.test_id!r} "
@@ -190,10 +205,10 @@ class ReportJudge:
 class ReplayRequest:
     """What to replay.  Relative paths are relative to ``checkout``.
 
-    ``seed`` is kept exactly as given, a string (``"3"`` is not the integer
-    ``3``: seeds compare by value and type).  Give exactly one of
-    ``patch_misses``, ``patch_logs`` (the patch run's attempt logs) and
-    ``patch_reports`` (the patch run's test reports, read by the
+    ``seed`` is the command-line text; the seed recorded (and compared with
+    the patch logs' seed, by value and type) is :attr:`pinned`.  Give exactly
+    one of ``patch_misses``, ``patch_logs`` (the patch run's attempt logs)
+    and ``patch_reports`` (the patch run's test reports, read by the
     ``patch_reader`` given to :func:`run_replay`).
     """
 
@@ -202,7 +217,7 @@ class ReplayRequest:
     base: str
     """The base commit: a full SHA or any revision git resolves to a commit."""
     seed: str
-    """The seed pinned from the patch failure."""
+    """The seed pinned from the patch failure, as text (``{seed}`` gets it as it is)."""
     command: tuple[str, ...]
     """The command; ``{seed}`` in any argument is replaced by the seed."""
     property_file: Path
@@ -229,6 +244,11 @@ class ReplayRequest:
     """Where to append the attempt log (must not exist); None: a temporary file."""
     setup: tuple[str, ...] = ()
     """Run once in the base worktree before the first attempt (e.g. build a venv there)."""
+
+    @property
+    def pinned(self) -> Seed:
+        """The seed as recorded: :attr:`seed` read by :func:`~flakecore.seeds.seed_from_text`."""
+        return seed_from_text(self.seed)
 
 
 @attrs.frozen(kw_only=True)
@@ -327,21 +347,18 @@ def _repo_path(top: Path, checkout: Path, path: Path, flag: str) -> str:
     absolute = path if path.is_absolute() else checkout / path
     resolved = Path(os.path.realpath(absolute.parent)) / absolute.name
     try:
-        rel = resolved.relative_to(top)
+        return resolved.relative_to(top).as_posix()
     except ValueError:
         raise UsageError(f"replay: {flag} {path} is outside the repository {top}") from None
-    if not resolved.is_file():
-        raise InputError("no such file", source=str(path))
-    return rel.as_posix()
 
 
 def _observe(path: Path, what: str) -> str:
     try:
         return file_sha256(path)
-    except FileNotFoundError:
+    except MissingInputError:
         raise _Refuse(f"{what} is missing") from None
-    except OSError as exc:
-        raise _Refuse(f"{what} cannot be read: {exc.strerror}") from None
+    except InputError as exc:
+        raise _Refuse(f"{what} cannot be read: {exc.message}") from None
 
 
 def _reported(head: Sequence[str], base: Sequence[str]) -> tuple[str, str]:
@@ -423,9 +440,10 @@ class _Replay:
         summary = reduce_logs(request.patch_logs, policy=self.policy)
         if not summary.complete:
             raise _Refuse("patch log is incomplete: " + "; ".join(summary.reasons))
-        if type(summary.seed) is not str or summary.seed != request.seed:
+        pinned = request.pinned
+        if type(summary.seed) is not type(pinned) or summary.seed != pinned:
             raise _Refuse(
-                f"patch log seed {summary.seed!r} is not the pinned seed {request.seed!r} "
+                f"patch log seed {summary.seed!r} is not the pinned seed {pinned!r} "
                 "(seeds compare by value and type)"
             )
         return summary.misses
@@ -453,13 +471,17 @@ class _Replay:
             return self.outcome(_decision(policy, AdmitCode.REJECT_INCOMPLETE, str(exc)))
         prop_rel = _repo_path(top, checkout, request.property_file, "--property-file")
         lock_rel = _repo_path(top, checkout, request.epoch_lock, "--epoch-lock")
-        writer = AttemptWriter(request.log, request.seed) if request.log is not None else None
+        # 1. The claim, hashed on the scored tree before anything runs or is written;
+        # a file that cannot be read here is the caller's input error (InputError).
+        head_files = {"property": top / prop_rel, "epoch_lock": top / lock_rel}
+        sources = {"property": request.property_file, "epoch_lock": request.epoch_lock}
+        self.digests = {
+            f"head_{k}": [file_sha256(p, source=str(sources[k]))] for k, p in head_files.items()
+        }
+        writer = AttemptWriter(request.log, request.pinned) if request.log is not None else None
         tree: DetachedWorktree | None = None
         try:
-            # 1. The claim, hashed on the scored tree before anything runs.
             self.head_sha = head_commit(top)
-            head_files = {"property": top / prop_rel, "epoch_lock": top / lock_rel}
-            self.digests = {f"head_{k}": [_observe(p, f"{k} file")] for k, p in head_files.items()}
             if not is_digest(request.claimed_epoch):
                 raise _Refuse("claimed epoch is not a sha256 digest (64 lowercase hex)")
             patch_misses = self.patch_misses()
@@ -474,7 +496,7 @@ class _Replay:
             for key, path in base_files.items():
                 self.digests[f"base_{key}"] = [_observe(path, f"{key} file at the base commit")]
             if writer is None:
-                writer = AttemptWriter(tree.scratch / "attempts.jsonl", request.seed)
+                writer = AttemptWriter(tree.scratch / "attempts.jsonl", request.pinned)
             files = {"head": head_files, "base": base_files}
             # The base's own environment, then proof that the command cannot reach the checkout.
             if request.setup:
@@ -586,7 +608,7 @@ class _Replay:
             base_fixture_epoch=base_epoch,
             claimed_epoch=request.claimed_epoch,
             property_id=request.property_id,
-            seed=request.seed,
+            seed=request.pinned,
             base_sha=self.base_sha,
         )
         packet = evidence.to_json()
@@ -598,7 +620,7 @@ class _Replay:
         record = freeze_record(packet, policy=policy)
         if record is not None and out is not None:
             body = json.dumps(record, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
-            atomic_write(out, body.encode("ascii"))
+            write_atomic(out, body.encode("ascii"))
         return self.outcome(decision, packet, record)
 
 

@@ -65,6 +65,7 @@ KINDS = (
     "freeze-record",
     "lease",
     "ledger-row",
+    "log-index-line",
     "record-statement",
     "run-record",
     "signed-record",
@@ -232,7 +233,9 @@ def test_the_blank_class_is_pythons_whitespace() -> None:
         assert (ch.strip() == "") is (re.search(pattern, ch) is None)
 
 
-@pytest.mark.parametrize("kind", [k for k in KINDS if k not in ("attempt-line", *FOREIGN)])
+@pytest.mark.parametrize(
+    "kind", [k for k in KINDS if k not in ("attempt-line", "log-index-line", *FOREIGN)]
+)
 def test_format_fields(kind: str) -> None:
     doc, fields = schema(kind), props(kind)
     assert fields["format"]["const"] == f"flakecore.{kind}"
