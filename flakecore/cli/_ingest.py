@@ -121,7 +121,7 @@ def _ids(args: argparse.Namespace) -> Iterator[str]:
     seen: set[str] = set()
     for report in args.reports:
         source: Any = sys.stdin.buffer if report == "-" else report
-        for test_id in iter_test_ids(source, format=args.format, source_name=report):
+        for test_id in iter_test_ids(source, format=args.report_format, source_name=report):
             if test_id not in seen:
                 seen.add(test_id)
                 yield test_id
