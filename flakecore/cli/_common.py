@@ -30,6 +30,7 @@ __all__ = [
     "add_patch_hash_argument",
     "commit_id",
     "die",
+    "file_of",
     "first_failure",
     "flat",
     "input_exit",
@@ -232,6 +233,11 @@ def read_packets(files: Sequence[str]) -> Iterator[Packet]:
             yield from _read_stdin(sys.stdin.buffer)
         else:
             yield _read_file(name)
+
+
+def file_of(source: str) -> str | None:
+    """The file a record came from, for an annotation; standard input (``-``, ``-:3``) has none."""
+    return None if not source or source == "-" or source.startswith("-:") else source
 
 
 def read_one(name: str) -> dict[str, object]:

@@ -18,6 +18,7 @@ from flakecore._wording import plural
 from flakecore.classify import ClassifyDecision
 from flakecore.cli._common import (
     add_patch_hash_argument,
+    file_of,
     flat,
     parse_now,
     read_one,
@@ -241,7 +242,7 @@ def _open_result(  # noqa: PLR0917
         reason=why,
         evidence=evidence,
         refused=not opened,
-        file=None if opened else args.report,
+        file=None if opened else file_of(args.report),
     )
     return Result(json=data, text=text, row=row)
 
@@ -275,7 +276,7 @@ def _run_show(args: argparse.Namespace) -> int:
         reason="; ".join(problems) if problems else short_form(record),
         evidence=args.file,
         refused=bool(problems),
-        file=args.file,
+        file=file_of(args.file),
     )
     out.emit(Result(json=record, text=[short_form(record)], row=row))
     for problem in problems:

@@ -10,7 +10,14 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 
-from flakecore.cli._common import RecordWriteError, first_failure, flat, parse_now, read_packets
+from flakecore.cli._common import (
+    RecordWriteError,
+    file_of,
+    first_failure,
+    flat,
+    parse_now,
+    read_packets,
+)
 from flakecore.cli._config import add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments
@@ -107,7 +114,7 @@ def _run_apply(args: argparse.Namespace) -> int:
             reason="; ".join((*action.decision.reasons, f"ledger {action.action}: {action.note}")),
             evidence=path,
             refused=code != EXIT_OK,
-            file=path,
+            file=file_of(path),
         )
         out.emit(
             Result(json={**action.to_json(), "input": path, "exit": code}, text=[text], row=row)
@@ -135,6 +142,6 @@ def _unreadable(path: str, error: InputError, code: int) -> Result:
         reason=str(error),
         evidence=path,
         refused=True,
-        file=path,
+        file=file_of(path),
     )
     return Result(json=record, stderr=[f"{error} (ledger untouched)"], row=row)

@@ -10,7 +10,7 @@ from typing import Any
 from flakecore.admit import admit
 from flakecore.budget import budget
 from flakecore.classify import ClassifyDecision, classify
-from flakecore.cli._common import Packet, first_failure, parse_now, read_packets
+from flakecore.cli._common import Packet, file_of, first_failure, parse_now, read_packets
 from flakecore.cli._config import add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments, reason_text
@@ -230,12 +230,6 @@ def _runner(name: PolicyName) -> Callable[[argparse.Namespace], int]:
     return run
 
 
-def _file_of(packet: Packet) -> str | None:
-    """The packet's file for an annotation; standard input (``-``, ``-:3``) has none."""
-    source = packet.source
-    return None if not source or source == "-" or source.startswith("-:") else source
-
-
 def _summary_row(
     record: Mapping[str, object], packet: Packet, exit_code: int, reason: str
 ) -> SummaryRow:
@@ -250,5 +244,5 @@ def _summary_row(
         reason=reason,
         evidence=packet.source or "flags",
         refused=record.get("accepted") is not True,
-        file=_file_of(packet),
+        file=file_of(packet.source),
     )
