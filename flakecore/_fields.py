@@ -7,7 +7,6 @@ These helpers say what JSON means, so every policy judges types the same way.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping
 from typing import Final
 
@@ -22,7 +21,6 @@ __all__ = [
     "is_nonblank",
     "is_number",
     "is_seed",
-    "is_sha",
     "is_v1",
     "unknown_keys",
 ]
@@ -37,12 +35,10 @@ class _Missing:
 
 MISSING: Final = _Missing()
 
-_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
-
 #: Keys every packet may carry to name its format.
 FORMAT_KEYS: Final = ("format", "format_version")
 
-#: Numbers in records stay within +-(2**53 - 1) (SPEC 8): beyond it a JavaScript
+#: Numbers in records stay within +-(2**53 - 1) (docs/trust.md): beyond it a JavaScript
 #: reader (every JSON consumer that reads numbers as doubles) sees another value,
 #: so ``2**53`` and ``2**53 + 1`` would be two seeds here and one seed there.
 #: Larger seeds are strings.
@@ -83,11 +79,6 @@ def is_nonblank(value: object) -> bool:
 def is_seed(value: object) -> bool:
     """A seed is a JSON string or integer (within +-(2**53 - 1)), compared by value *and* type."""
     return isinstance(value, str) or is_int(value)
-
-
-def is_sha(value: object) -> bool:
-    """A full git object id: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits."""
-    return isinstance(value, str) and _SHA.fullmatch(value) is not None
 
 
 @functools.cache

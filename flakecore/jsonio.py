@@ -175,7 +175,7 @@ _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, allow_nan=
 
 
 def canonical_bytes(value: object) -> bytes:
-    """Canonical encoding (SPEC 2): sorted keys, compact, ASCII-only, no NaN."""
+    """The canonical encoding that digests hash: sorted keys, compact, ASCII-only, no NaN."""
     return _CANONICAL.encode(value).encode("ascii")
 
 

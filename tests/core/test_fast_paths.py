@@ -14,7 +14,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flakecore import _fields, identity, jsonio
-from flakecore.digest import is_digest
 from flakecore.errors import InputError
 from flakecore.jsonio import loads_strict
 from flakecore.records import DECIDE_FIELDS
@@ -191,15 +190,6 @@ def test_one_runner_pattern_is_the_two_step_check(text: str) -> None:
     assert (identity.runner_id_problem(text) is None) == (old and bool(text.strip()))
     if old:
         assert str(identity.RunnerId.parse(text)) == text
-
-
-@settings(max_examples=500, deadline=None)
-@given(st.one_of(st.text("0123456789abcdefABC g", max_size=70), st.integers(), st.none()))
-def test_is_sha_is_forty_or_sixty_four_lowercase_hex(value: object) -> None:
-    old = isinstance(value, str) and (
-        is_digest(value) or (len(value) == 40 and all(c in "0123456789abcdef" for c in value))
-    )
-    assert _fields.is_sha(value) == old
 
 
 @given(st.dictionaries(st.sampled_from([*DECIDE_FIELDS, "format", "x", "test_ID", ""]), st.none()))
