@@ -52,7 +52,6 @@ import contextlib
 import errno
 import functools
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -286,7 +285,8 @@ def atomic_output(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     """
     name = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(name))
-    tmp = os.path.join(directory, f".{os.path.basename(name)[:100]}.{secrets.token_hex(8)}.tmp")
+    random = os.urandom(8).hex()  # what secrets.token_hex(8) is, without importing secrets
+    tmp = os.path.join(directory, f".{os.path.basename(name)[:100]}.{random}.tmp")
     try:
         fd = os.open(tmp, _CREATE, 0o666)
     except OSError as exc:

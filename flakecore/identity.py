@@ -34,8 +34,8 @@ two runners; without a nameable image the identity says so honestly
 
 from __future__ import annotations
 
+import os
 import re
-import secrets
 import unicodedata
 
 import attrs
@@ -74,7 +74,7 @@ class RunnerId:
             raise ValueError(
                 f"image digest {image!r} is not 'sha256:<64 hex>', '<64 hex>' or {LOCAL_IMAGE!r}"
             )
-        return cls(image=image, nonce=secrets.token_hex(8))
+        return cls(image=image, nonce=os.urandom(8).hex())  # secrets.token_hex(8)
 
     @classmethod
     def parse(cls, text: str) -> RunnerId:

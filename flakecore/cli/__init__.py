@@ -13,7 +13,13 @@ import sys
 from collections.abc import Collection, Sequence
 
 from flakecore import __version__
-from flakecore.cli._common import RecordWriteError, UsageArgumentParser, die, input_exit
+from flakecore.cli._common import (
+    RecordWriteError,
+    UsageArgumentParser,
+    die,
+    flush_out,
+    input_exit,
+)
 from flakecore.errors import InputError, MissingExtra, UsageError
 from flakecore.exits import EXIT_CANTCREAT, EXIT_IOERR, EXIT_NOINPUT, EXIT_SOFTWARE, EXIT_USAGE
 
@@ -84,7 +90,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         arguments = sys.argv[1:] if argv is None else list(argv)
         args = _parser_for(arguments).parse(arguments)
-        return int(args.run(args))
+        code = int(args.run(args))
+        flush_out()
+        return code
     except UsageError as exc:
         return die(f"usage: {exc}", EXIT_USAGE)
     except RecordWriteError as exc:

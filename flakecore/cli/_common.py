@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import importlib
 import itertools
 import os
 import sys
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from types import ModuleType
 from typing import IO, Any, NoReturn
 
@@ -18,7 +20,6 @@ from flakecore.digest import commit_id_problem
 from flakecore.errors import InputError, MissingExtra, MissingInputError, UsageError
 from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT, EXIT_OK
 from flakecore.files import read_bytes, write_atomic
-from flakecore.gate.ledger import read_record
 from flakecore.jsonio import MAX_DOCUMENT_BYTES, compact_line, load_object
 from flakecore.timeutil import parse_rfc3339
 
@@ -33,8 +34,10 @@ __all__ = [
     "file_of",
     "first_failure",
     "flat",
+    "flush_out",
     "input_exit",
     "one_stdin",
+    "out_line",
     "parse_now",
     "read_one",
     "read_packets",
@@ -96,8 +99,44 @@ def flat(text: str) -> str:
     return " ".join(text.split())
 
 
+#: Longest a line printed with :func:`out_line` waits before the reader gets it.
+FLUSH_S = 0.1
+#: Lines of stdout not written yet, and when they were last written.
+_pending: list[str] = []
+_flushed = [time.monotonic()]
+
+
+def out_line(text: str) -> None:
+    """One line on stdout, written with the others at most :data:`FLUSH_S` later.
+
+    A write per record is a large share of a batch's time (and with
+    ``PYTHONUNBUFFERED``, as CI often sets, every ``print`` is one); the
+    lines and their order are the same, and :func:`warn` and
+    :func:`flush_out` write them out first.
+    """
+    _pending.append(text + "\n")
+    now = time.monotonic()
+    if now - _flushed[0] > FLUSH_S:
+        flush_out()
+        _flushed[0] = now
+
+
+def flush_out() -> None:
+    """Write every pending :func:`out_line` line to stdout now."""
+    if _pending:
+        text = "".join(_pending)
+        _pending.clear()
+        sys.stdout.write(text)
+    sys.stdout.flush()
+
+
 def warn(message: str) -> None:
-    """One line on stderr, ``flakecore: <message>`` (flattened: input cannot forge lines)."""
+    """One line on stderr, ``flakecore: <message>`` (flattened: input cannot forge lines).
+
+    What is printed on stdout goes out first, so a terminal shows both in order.
+    """
+    with contextlib.suppress(OSError):  # a reader that went away still leaves stderr
+        flush_out()
     print(f"flakecore: {flat(message)}", file=sys.stderr, flush=True)
 
 
@@ -246,6 +285,9 @@ def read_one(name: str) -> dict[str, object]:
     Raises the record's :class:`~flakecore.errors.InputError` when it is unusable.
     """
     if name != "-":
+        # Imported here: the ledger module is no start-up cost of every verb.
+        from flakecore.gate.ledger import read_record  # noqa: PLC0415
+
         return read_record(name)
     packets = list(itertools.islice(_read_stdin(sys.stdin.buffer), 2))
     if len(packets) > 1:
@@ -263,10 +305,9 @@ def one_stdin(*names: str | None) -> None:
         raise UsageError("standard input (-) can be read only once; give the other inputs as files")
 
 
-def write_json_line(record: dict[str, object]) -> None:
-    """One JSON Lines record on stdout."""
-    sys.stdout.buffer.write(compact_line(record))
-    sys.stdout.flush()
+def write_json_line(record: Mapping[str, object]) -> None:
+    """One JSON Lines record on stdout (an :func:`out_line`)."""
+    out_line(compact_line(record)[:-1].decode("ascii"))
 
 
 def first_failure(exits: Sequence[int]) -> int:

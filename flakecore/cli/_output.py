@@ -7,6 +7,10 @@ Actions annotations plus a step-summary table (:mod:`flakecore.cli._github`).
 ``--json`` is the shorthand for ``--format json``.  Diagnostics that are not
 a result (a field left out, why a stored record is invalid) go to stderr in
 every format, through :func:`flakecore.cli._common.warn`.
+
+Records reach stdout in batches, at most :data:`~flakecore.cli._common.FLUSH_S`
+after they are printed, and always before a line goes to stderr and at
+:meth:`Output.finish` (:func:`~flakecore.cli._common.out_line`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any, Final
 import attrs
 
 from flakecore.classify import ClassifyDecision
-from flakecore.cli._common import warn, write_json_line
+from flakecore.cli._common import flush_out, out_line, warn, write_json_line
 from flakecore.cli._github import SummaryRow, append_step_summary
 from flakecore.decision import Decision
 from flakecore.errors import UsageError
@@ -135,18 +139,19 @@ class Output:
     def emit(self, result: Result) -> None:
         """Print ``result`` in the chosen form (for GitHub: its annotation, now)."""
         if self.form == "json" and result.json is not None:
-            write_json_line(dict(result.json))
+            write_json_line(result.json)
         elif self.form == "text":
             for line in result.text:
-                print(line, flush=True)
+                out_line(line)
             for line in result.stderr:
                 warn(line)
         elif self.form == "github" and result.row is not None:
-            print(result.row.annotation(), flush=True)
+            out_line(result.row.annotation())
             self._rows.append(result.row)
 
     def finish(self, exit_code: int) -> int:
         """The exit code, after the step summary; one that cannot be written turns 0 into 74."""
+        flush_out()
         if self.form != "github":
             return exit_code
         error = append_step_summary(self.title, self._rows)

@@ -18,7 +18,6 @@ from flakecore.codes import AdmitCode, BudgetCode, ClassifyClass, DecideCode, Po
 from flakecore.decide import decide
 from flakecore.decision import DECISION_FORMAT, DECISION_FORMAT_VERSION, Decision
 from flakecore.errors import UsageError
-from flakecore.gate.seedrun import budget_evidence
 from flakecore.policy import Policy
 
 __all__ = ["register"]
@@ -44,6 +43,9 @@ _JUDGES: dict[PolicyName, Judge] = {
 
 def _budget(record: Mapping[str, object], policy: Policy) -> AnyDecision:
     """A budget packet, or budget-run's ``budget.json`` as it is (its packet, checked)."""
+    # Imported here: the seed-run machinery is no start-up cost of the policy verbs.
+    from flakecore.gate.seedrun import budget_evidence  # noqa: PLC0415
+
     packet, refused = budget_evidence(record, policy=policy)
     return refused or budget(packet, policy=policy)
 
@@ -222,9 +224,14 @@ def _runner(name: PolicyName) -> Callable[[argparse.Namespace], int]:
                 continue
             decision = judge(packet.data, now, policy)
             exits.append(decision.exit_code)
+            if out.form == "text":  # only the form printed is built: a batch pays per packet
+                out.emit(Result(text=[_text(decision, packet.source)]))
+                continue
             record = {**decision.to_json(), "input": packet.source or "flags"}
-            row = _summary_row(record, packet, decision.exit_code, reason_text(decision))
-            out.emit(Result(json=record, text=[_text(decision, packet.source)], row=row))
+            summary = None
+            if out.form == "github":
+                summary = _summary_row(record, packet, decision.exit_code, reason_text(decision))
+            out.emit(Result(json=record, row=summary))
         return out.finish(first_failure(exits))
 
     return run

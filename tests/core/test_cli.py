@@ -87,6 +87,23 @@ def test_stdin_batch_in_input_order() -> None:
     assert out.returncode == 3  # the first non-zero exit
 
 
+def test_stdout_and_stderr_keep_their_order_on_one_pipe() -> None:
+    """stdout is flushed in batches, but always before a line goes to stderr."""
+    good = json.dumps(decide_packet()).encode()
+    stdin = b"\n".join([good, b"{not json", good, good, b"[]", good]) + b"\n"
+    proc = subprocess.run(
+        [sys.executable, "-m", "flakecore", "decide", "--no-config", "-"],
+        input=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        check=False,
+    )
+    sources = [line.split(b":")[0:2] for line in proc.stdout.splitlines()]
+    assert [b":".join(s) for s in sources] == [
+        b"-:1", b"flakecore: -", b"-:3", b"-:4", b"flakecore: -", b"-:6"
+    ]  # fmt: skip
+
+
 def test_malformed_line_is_a_refusal_not_a_skip() -> None:
     stdin = json.dumps(decide_packet()).encode() + b"\n{not json\n\n"
     out = run("decide", "-", "--json", stdin=stdin)
