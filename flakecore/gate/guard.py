@@ -40,8 +40,9 @@ import fnmatch
 import json
 import os
 import posixpath
+import re
 import subprocess
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -130,6 +131,26 @@ def path_matches(path: str, pattern: str) -> bool:
     return "/" not in pattern and fnmatch.fnmatchcase(path.rsplit("/", 1)[-1], pattern)
 
 
+def _either(patterns: Iterable[str]) -> Callable[[str], object]:
+    """One compiled ``fnmatchcase`` for a set of globs: a match object when any matches."""
+    parts = [f"(?:{fnmatch.translate(p)})" for p in dict.fromkeys(patterns)]
+    if not parts:
+        return lambda _text: None
+    return re.compile("|".join(parts)).match
+
+
+def _matcher(globs: Iterable[str]) -> Callable[[str], bool]:
+    """``any(path_matches(path, g) for g in globs)``, with two compiled patterns per call.
+
+    A diff of thousands of paths against a dozen globs is a dozen
+    ``fnmatchcase`` calls per path otherwise.
+    """
+    globs = tuple(globs)
+    whole = _either(globs)
+    name = _either(g for g in globs if "/" not in g)
+    return lambda path: bool(whole(path) or name(path.rsplit("/", 1)[-1]))
+
+
 def _dir_reason(path: str, directories: Iterable[str]) -> str | None:
     for directory in directories:
         if path == directory:
@@ -159,7 +180,7 @@ def guard_paths(
     whose change is known not to touch test configuration.
     """
     changes = [c if isinstance(c, Change) else Change(c) for c in paths]
-    fixture_globs, ledger_globs = tuple(fixture_globs), tuple(ledger_globs)
+    is_fixture, is_ledger = _matcher(fixture_globs), _matcher(ledger_globs)
     dirs = tuple(posixpath.normpath(d) for d in ledger_dirs)
     reasons: dict[str, str] = {}
     ledger: list[str] = []
@@ -168,20 +189,15 @@ def guard_paths(
         why = _dir_reason(path, dirs)
         if change.link is not None:
             why = f"a {change.link}: git cannot show what lies behind it"
-        if why is not None or any(path_matches(path, g) for g in ledger_globs):
+        if why is not None or is_ledger(path):
             ledger.append(path)
             if why is not None:
                 reasons[path] = why
     for name, why in (guarded or {}).items():
         ledger.append(name)
         reasons[name] = why
-    fixture = tuple(
-        c.path
-        for c in changes
-        if c.path not in ledger
-        and c.path not in not_fixtures
-        and any(path_matches(c.path, g) for g in fixture_globs)
-    )
+    left_out = {*ledger, *not_fixtures}
+    fixture = tuple(c.path for c in changes if c.path not in left_out and is_fixture(c.path))
     return GuardResult(
         base=base,
         base_sha=base_sha,
@@ -228,7 +244,11 @@ def changed_entries(repo: str, base: str, *, timeout: float = GIT_TIMEOUT_S) -> 
     a tag and a branch of the same name is a :class:`UsageError`); the diff
     is taken from that full commit id, so git never re-reads the name.
     """
-    base_sha = resolve_commit(Path(repo), base)
+    return _entries(repo, resolve_commit(Path(repo), base), timeout)
+
+
+def _entries(repo: str, base_sha: str, timeout: float) -> tuple[Change, ...]:
+    """:func:`changed_entries` from a commit id already resolved (no second ``rev-parse``)."""
     fields = _git_diff(repo, base_sha, timeout).split(b"\0")
     changes: list[Change] = []
     for meta, raw in zip(fields[0::2], fields[1::2], strict=False):
@@ -301,7 +321,7 @@ def run_guard(
     the repository top) count as ledger paths with their parents.
     """
     base_sha = resolve_commit(Path(repo), base)
-    changes = changed_entries(repo, base_sha, timeout=timeout)
+    changes = _entries(repo, base_sha, timeout)
     guarded: dict[str, str] = {}
     not_fixtures: set[str] = set()
     if any(c.path == _PYPROJECT for c in changes):

@@ -7,6 +7,7 @@ as the oracle (it lives in the tests, not in the package).
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 
 import pytest
@@ -15,6 +16,9 @@ from hypothesis import strategies as st
 
 from flakecore import _fields, identity, jsonio
 from flakecore.errors import InputError
+from flakecore.gate import guard
+from flakecore.gate.config import DEFAULT_FIXTURE_GLOBS
+from flakecore.gate.guard import POLICY_TABLE
 from flakecore.jsonio import loads_strict
 from flakecore.records import DECIDE_FIELDS
 
@@ -198,3 +202,108 @@ def test_unknown_keys_as_the_set_difference(packet: dict[str, object]) -> None:
     assert _fields.unknown_keys(packet, DECIDE_FIELDS) == sorted(
         k for k in packet if k not in known
     )
+
+
+PATH_PARTS = st.sampled_from(
+    [
+        "a",
+        "b",
+        "tests",
+        "test_x.py",
+        "conftest.py",
+        ".flakecore",
+        "-",
+        "[",
+        "]",
+        "!",
+        "*",
+        "?",
+        "é",
+        "\udcff",
+    ]
+)
+PATHS = st.lists(PATH_PARTS, min_size=1, max_size=4).map("/".join)
+GLOBS = st.one_of(
+    st.sampled_from(DEFAULT_FIXTURE_GLOBS),
+    st.lists(
+        st.sampled_from(
+            ["*", "?", "a", "b", "/", "[ab]", "[!a]", "[", "]", "tests", "**", ".", "é"]
+        ),
+        max_size=5,
+    ).map("".join),
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(GLOBS, max_size=6), PATHS)
+def test_the_compiled_globs_match_as_path_matches_does(globs: list[str], path: str) -> None:
+    assert guard._matcher(globs)(path) == any(guard.path_matches(path, g) for g in globs)
+
+
+def _guard_paths_before(
+    changes: list[guard.Change],
+    fixture_globs: list[str],
+    ledger_globs: list[str],
+    ledger_dirs: list[str],
+    not_fixtures: set[str],
+) -> guard.GuardResult:
+    """guard_paths as it was: one fnmatchcase per path and glob, tuple membership."""
+    dirs = tuple(posixpath.normpath(d) for d in ledger_dirs)
+    reasons: dict[str, str] = {}
+    ledger: list[str] = []
+    for change in changes:
+        why = guard._dir_reason(change.path, dirs)
+        if change.link is not None:
+            why = f"a {change.link}: git cannot show what lies behind it"
+        if why is not None or any(guard.path_matches(change.path, g) for g in ledger_globs):
+            ledger.append(change.path)
+            if why is not None:
+                reasons[change.path] = why
+    ledger.append(POLICY_TABLE)
+    reasons[POLICY_TABLE] = "x"
+    fixture = tuple(
+        c.path
+        for c in changes
+        if c.path not in ledger
+        and c.path not in not_fixtures
+        and any(guard.path_matches(c.path, g) for g in fixture_globs)
+    )
+    return guard.GuardResult(
+        base="main", base_sha="", paths=tuple(c.path for c in changes),
+        fixture_paths=fixture, ledger_paths=tuple(ledger), ledger_reasons=reasons,
+    )  # fmt: skip
+
+
+CHANGES = st.builds(
+    guard.Change,
+    PATHS,
+    st.sampled_from(["100644", "120000", "160000", "000000"]),
+    st.sampled_from(["100644", "100755", "120000", "000000"]),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(CHANGES, max_size=8),
+    st.lists(GLOBS, max_size=4),
+    st.lists(GLOBS, max_size=4),
+    st.lists(PATHS, max_size=2),
+    st.lists(PATHS, max_size=2),
+)
+def test_guard_paths_splits_as_before(
+    changes: list[guard.Change],
+    fixtures: list[str],
+    ledgers: list[str],
+    dirs: list[str],
+    skip: list[str],
+) -> None:
+    fast = guard.guard_paths(
+        "main",
+        changes,
+        fixtures,
+        ledgers,
+        ledger_dirs=dirs,
+        guarded={POLICY_TABLE: "x"},
+        not_fixtures=set(skip),
+    )
+    assert fast == _guard_paths_before(changes, fixtures, ledgers, dirs, set(skip))
