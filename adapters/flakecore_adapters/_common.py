@@ -15,6 +15,7 @@ from flakecore.errors import InputError, LimitError
 __all__ = [
     "BAILED",
     "CONFLICT",
+    "DEFECT",
     "NO_FLAGS",
     "PLAN_ID",
     "PSEUDO_HOOK",
@@ -45,6 +46,7 @@ NO_FLAGS: frozenset[AttemptFlag] = frozenset()
 CONFLICT = frozenset({AttemptFlag.CONFLICTING_DUPLICATE})
 UNEXPECTED = frozenset({AttemptFlag.UNEXPECTED_PASS})
 BAILED = frozenset({AttemptFlag.BAILED_OUT})
+DEFECT = frozenset({AttemptFlag.STREAM_DEFECT})
 
 
 def incomplete_flags() -> frozenset[AttemptFlag]:

@@ -1,10 +1,14 @@
 """TAP 13 and 14 to attempts, with a line-streaming parser of our own.
 
 Why not tap.py: it is tolerant by design (unknown lines become "unknown",
-a short run is still a run).  Here a plan that is missing, unfulfilled,
-out of sequence or contradicted is an ``error`` pseudo-attempt ``<plan>``
-(``"outer > <plan>"`` inside a subtest); after ``Bail out!`` every later
-attempt carries ``bailed-out``.  YAML diagnostic blocks are kept as message
+a short run is still a run).  Here a *stream-level defect* -- a plan that
+is missing, unfulfilled, out of sequence or contradicted, ``Bail out!``, a
+last line without its newline (a cut report), a YAML block that is never
+closed -- is listed by an ``error`` pseudo-attempt ``<plan>`` (``"outer >
+<plan>"`` inside a subtest) and puts ``stream-defect`` on *every* attempt of
+the report (:meth:`Emitter.taint`): a pass read from a cut or contradicted
+stream is not evidence.  After ``Bail out!`` every later attempt also
+carries ``bailed-out``.  YAML diagnostic blocks are kept as message
 text and never parsed as YAML (no aliases, no anchors, no tags); only a few
 top-level scalar keys are matched with a line pattern: node's
 ``failureType`` and ``exitCode``, bats' ``timeout_sec``, ``duration_ms``.
@@ -71,6 +75,9 @@ _YAML_KEYS = re.compile(
     r"^(failureType|exitCode|timeout_sec|duration_ms):[ \t]*(.*?)[ \t]*$", re.MULTILINE
 )
 _YAML_ENDS: dict[int, re.Pattern[str]] = {}
+#: Per YAML indent: a line that is neither blank nor indented that far (it ends the block).
+_YAML_OUTSIDE: dict[int, re.Pattern[str]] = {}
+_BLANK = re.compile(r"[ \t]*")
 _RUN_HEAD = HEAD + '"'
 _NUMBER_KEY = ',"number":'
 _DESCRIPTION_KEY = ',"description":"'
@@ -219,6 +226,12 @@ class _Parser:
             test_id, emitter.element(), line, outcome, native, src, duration, message, flags
         )
 
+    def _defect(self, frame: _Frame, problem: str, line: int | None) -> None:
+        """A stream-level defect: listed by ``frame``'s ``<plan>`` pseudo-attempt, and
+        ``stream-defect`` on every attempt of the report."""
+        frame.problems.append(problem)
+        self.emitter.taint(problem, line)
+
     # -- frames -----------------------------------------------------------------
     def _open_to(self, level: int) -> None:
         while len(self.frames) - 1 < level:
@@ -261,6 +274,7 @@ class _Parser:
             problems.append(f"planned {frame.plan} tests, ran {frame.count}")
         if not problems:
             return
+        self.emitter.taint(problems[-1], self.lines_seen or None)
         frames = (*self.frames[: frame.level], frame)
         spec = [
             PLAN_ID,
@@ -347,11 +361,11 @@ class _Parser:
                 raise InputError("test number out of range", source=self.source, line=line)
             number = int(number_text)
             if number != frame.count:
-                frame.problems.append(
-                    f"test number {number} out of sequence (expected {frame.count})"
+                self._defect(
+                    frame, f"test number {number} out of sequence (expected {frame.count})", line
                 )
         if frame.plan is not None and frame.plan_at_end:
-            frame.problems.append(f"test point {number} after the closing plan")
+            self._defect(frame, f"test point {number} after the closing plan", line)
         desc, directive, _reason = _split(rest)
         point.frames = tuple(self.frames)
         point.not_ok = not_ok is not None
@@ -369,17 +383,20 @@ class _Parser:
             point = self.point
             assert point is not None
             indent = point.indent + 2
-            if text[:indent].strip(" ") == "" and text[indent:].rstrip() == "...":
-                self.in_yaml = False
+            inside = text[:indent].strip(" ") == ""
+            if inside or _BLANK.fullmatch(text):
+                if inside and text[indent:].rstrip() == "...":
+                    self.in_yaml = False
+                    return
+                body = text[indent:] if inside else ""
+                if point.yaml_size < self.limits.max_message_chars * 4:
+                    point.yaml.append(body)
+                    point.yaml_size += len(body) + 1
+                key = _YAML_KEY.fullmatch(body)
+                if key is not None:
+                    point.extra[key.group(1)] = key.group(2)
                 return
-            body = text[indent:] if text[:indent].strip(" ") == "" else text.strip()
-            if point.yaml_size < self.limits.max_message_chars * 4:
-                point.yaml.append(body)
-                point.yaml_size += len(body) + 1
-            key = _YAML_KEY.fullmatch(body)
-            if key is not None:
-                point.extra[key.group(1)] = key.group(2)
-            return
+            self._unclosed_yaml(number)  # a line less indented than the block ends it
         stripped = text.lstrip(" ")
         spaces = len(text) - len(stripped)
         body = stripped.rstrip(" \t")
@@ -394,8 +411,11 @@ class _Parser:
                 return
             if _POINT.fullmatch(body) is not None:
                 # Another reader may count this line as a test point: never ignore it silently.
-                self.frames[-1].problems.append(
-                    f"line {number}: a test point indented by {spaces} spaces (not a multiple of 4)"
+                self._defect(
+                    self.frames[-1],
+                    f"line {number}: a test point indented by {spaces} spaces "
+                    "(not a multiple of 4)",
+                    number,
                 )
             self._unknown(text, number)
             return
@@ -427,6 +447,12 @@ class _Parser:
         bail = _BAIL.fullmatch(body)
         if bail is not None:
             self.bailed = True
+            reason = bail.group(1).strip()
+            self._defect(
+                self.frames[0],
+                f"line {number}: Bail out!" + (f" {reason[:200]}" if reason else ""),
+                number,
+            )
             return
         version = _VERSION.fullmatch(body)
         if version is not None:
@@ -446,6 +472,18 @@ class _Parser:
             return
         self._unknown(text, number)
 
+    def _unclosed_yaml(self, number: int | None) -> None:
+        """The YAML block of the pending point ends without its ``...`` line."""
+        point = self.point
+        assert point is not None
+        self.in_yaml = False
+        where = f"before line {number}" if number is not None else "at the end of the report"
+        self._defect(
+            point.frames[-1],
+            f"the YAML block of the test point at line {point.line} is not closed {where}",
+            number,
+        )
+
     def _close_to_parent(self, level: int, match: re.Match[str], number: int) -> None:
         """A test point that closes the subtest(s) below it is their parent."""
         _not_ok, number_text, rest = match.groups()
@@ -464,7 +502,7 @@ class _Parser:
         frame = self.frames[-1]
         count_text, comment = match.groups()
         if frame.plan is not None:
-            frame.problems.append("more than one plan")
+            self._defect(frame, f"line {line}: more than one plan", line)
             return
         if len(count_text) > _MAX_NUMBER_DIGITS:
             raise InputError("plan out of range", source=self.source, line=line)
@@ -476,7 +514,7 @@ class _Parser:
             directive = _DIRECTIVE.fullmatch(comment)
             assert directive is not None
             if directive.group(1).lower() == "skip" and frame.plan != 0:
-                frame.problems.append("SKIP directive on a plan that is not 1..0")
+                self._defect(frame, "SKIP directive on a plan that is not 1..0", line)
 
     def _unknown(self, text: str, number: int) -> None:
         self._finish_point()
@@ -590,11 +628,20 @@ class _Parser:
             )
         found = ending.search(text, pos)
         stop = found.start() if found is not None else len(text)
+        outside = _YAML_OUTSIDE.get(indent)
+        if outside is None:
+            outside = _YAML_OUTSIDE[indent] = re.compile(
+                "^(?! {" + str(indent) + r"}|[ \t\r]*$)", re.MULTILINE
+            )
+        cut = outside.search(text, pos, stop)  # a line less indented than the block ends it
+        if cut is not None:
+            found = None
+            stop = cut.start()
         if stop > pos:
             raw = text[pos : stop - 1].split("\n")
             if "\r" in text[pos:stop]:
                 raw = [r[:-1] if r.endswith("\r") else r for r in raw]
-            bodies = [r[indent:] if r[:indent].strip(" ") == "" else r.strip() for r in raw]
+            bodies = [r[indent:] if r[:indent].strip(" ") == "" else "" for r in raw]
             number += len(raw)
             self.lines_seen = number
             cap = self.limits.max_message_chars * 4
@@ -609,6 +656,9 @@ class _Parser:
                 extra = point.extra
                 for key in _YAML_KEYS.finditer(joined):
                     extra[key.group(1)] = key.group(2)
+        if cut is not None:
+            self._unclosed_yaml(number + 1)
+            return stop, number
         if found is None:
             return len(text), number
         number += 1
@@ -616,9 +666,13 @@ class _Parser:
         self.in_yaml = False
         return text.index("\n", stop) + 1, number
 
+    def cut(self, number: int) -> None:
+        """The report's last line has no newline: it was cut (the line is still read)."""
+        self._defect(self.frames[0], f"line {number} has no newline: the report was cut", number)
+
     def end(self) -> None:
         if self.in_yaml:
-            raise InputError("the report ends inside a YAML block", source=self.source)
+            self._unclosed_yaml(None)
         self._finish_point()
         self._close_to(0, None)
         root = self.frames[0]
@@ -671,6 +725,7 @@ def _parse(reader: Reader, limits: Limits, parser: _Parser) -> Iterator[None]:
             text = rest.decode("utf-8")
         except UnicodeDecodeError:
             raise InputError("invalid UTF-8", source=source, line=number + 1) from None
+        parser.cut(number + 1)
         parser.line(text[:-1] if text.endswith("\r") else text, number + 1)
     yield
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import io
+import json
 from typing import Any
 
 import flakecore_adapters
 import pytest
 
+from flakecore.codes import AttemptFlag
 from flakecore.errors import InputError, LimitError
-from flakecore.evidence import Attempt
+from flakecore.evidence import Attempt, blocking_flags
 
 
 def run(data: bytes, fmt: str = "auto", **kwargs: Any) -> list[Attempt]:
@@ -61,33 +63,132 @@ def test_plan_last_and_skip_all() -> None:
     assert tap("1..0 # SKIP no database\n") == []
 
 
+DEFECT = "stream-defect"
+
+
 def test_missing_or_unfulfilled_plan_is_an_error_pseudo_attempt() -> None:
-    assert tap("ok 1 - a\n") == [("a", "pass", 1, []), ("<plan>", "error", 1, [])]
-    assert tap("1..3\nok 1 - a\n") == [("a", "pass", 1, []), ("<plan>", "error", 1, [])]
+    assert tap("ok 1 - a\n") == [("a", "pass", 1, [DEFECT]), ("<plan>", "error", 1, [DEFECT])]
+    assert tap("1..3\nok 1 - a\n") == [
+        ("a", "pass", 1, [DEFECT]),
+        ("<plan>", "error", 1, [DEFECT]),
+    ]
     assert tap("1..1\nok 1 - a\nok 2 - b\n") == [
-        ("a", "pass", 1, []),
-        ("b", "pass", 1, []),
-        ("<plan>", "error", 1, []),
+        ("a", "pass", 1, [DEFECT]),
+        ("b", "pass", 1, [DEFECT]),
+        ("<plan>", "error", 1, [DEFECT]),
     ]
 
 
 def test_duplicate_test_numbers_are_an_error_pseudo_attempt_and_flagged_repeats() -> None:
     attempts = run(b"1..2\nok 1 - a\nnot ok 1 - a\n", "tap")
     assert summary(attempts) == [
-        ("a", "pass", 1, ["conflicting-duplicate"]),
-        ("a", "fail", 2, ["conflicting-duplicate"]),
-        ("<plan>", "error", 1, []),
+        ("a", "pass", 1, ["conflicting-duplicate", DEFECT]),
+        ("a", "fail", 2, ["conflicting-duplicate", DEFECT]),
+        ("<plan>", "error", 1, [DEFECT]),
     ]
     assert attempts[-1].message is not None
     assert "out of sequence" in attempts[-1].message
 
 
-def test_bail_out_flags_later_points_and_the_short_plan() -> None:
-    assert tap("1..3\nok 1 - before\nBail out! db down\nok 2 - after\n") == [
-        ("before", "pass", 1, []),
-        ("after", "pass", 1, ["bailed-out"]),
-        ("<plan>", "error", 1, ["bailed-out"]),
+def test_bail_out_flags_every_point_and_later_ones_twice() -> None:
+    attempts = run(b"1..3\nok 1 - before\nBail out! db down\nok 2 - after\n", "tap")
+    assert summary(attempts) == [
+        ("before", "pass", 1, [DEFECT]),
+        ("after", "pass", 1, ["bailed-out", DEFECT]),
+        ("<plan>", "error", 1, ["bailed-out", DEFECT]),
     ]
+    assert attempts[-1].message is not None
+    assert "Bail out! db down" in attempts[-1].message
+
+
+#: One stream per class of stream-level defect; the target "t" passes in each.
+STREAM_DEFECTS = {
+    "count mismatch": "1..3\nok 1 - t\nok 2 - u\n",
+    "no plan": "ok 1 - t\nok 2 - u\n",
+    "two plans": "1..2\nok 1 - t\nok 2 - u\n1..2\n",
+    "plan in the middle": "ok 1 - t\n1..2\nok 2 - u\n",
+    "skip-all plan with tests": "1..0 # SKIP nothing\nok 1 - t\n",
+    "SKIP on a plan that is not 1..0": "1..1 # SKIP why\nok 1 - t\n",
+    "duplicate numbers": "1..2\nok 1 - t\nok 1 - u\n",
+    "out-of-order numbers": "1..2\nok 2 - t\nok 1 - u\n",
+    "zero number": "1..2\nok 0 - t\nok 1 - u\n",
+    "mis-indented point": "1..2\nok 1 - t\nok 2 - u\n  not ok 3 - hidden\n",
+    "bail out": "1..2\nok 1 - t\nok 2 - u\nBail out! gave up\n",
+    "no final newline": "1..2\nok 1 - t\nnot ok 2 - u # TODO",
+    "unterminated YAML block": "1..2\nok 1 - t\nnot ok 2 - u\n  ---\n  message: x\n",
+    "YAML block cut by a point": "1..2\nok 1 - t\n  ---\n  x: 1\nnot ok 2 - u\n  ...\n",
+    "subtest plan not kept": "1..2\nok 1 - t\n# Subtest: u\n    1..2\n    ok 1 - v\nok 2 - u\n",
+}
+
+
+@pytest.mark.parametrize("text", STREAM_DEFECTS.values(), ids=STREAM_DEFECTS)
+def test_a_stream_level_defect_flags_every_attempt(text: str) -> None:
+    """The target's own record carries the flag: a check of the <plan> record alone misses it."""
+    attempts = run(text.encode(), "tap")
+    target = [a for a in attempts if a.test_id == "t"]
+    assert len(target) == 1
+    assert all(AttemptFlag.STREAM_DEFECT in a.flags for a in attempts)
+    assert blocking_flags(target)
+    plan = [a for a in attempts if a.test_id.endswith("<plan>")]
+    assert [a.outcome.value for a in plan] == ["error"]
+    # The record-free path flags the same records.
+    jsonl = b"".join(flakecore_adapters.iter_jsonl(io.BytesIO(text.encode()), format="tap"))
+    assert all(DEFECT in json.loads(row)["flags"] for row in jsonl.splitlines())
+    # One test's attempts are never taken from a defective stream.
+    with pytest.raises(InputError, match="defect of the whole report"):
+        run(text.encode(), "tap", test_id="t")
+
+
+def test_honest_streams_carry_no_stream_flag() -> None:
+    for text in (
+        "1..2\nok 1 - t\nnot ok 2 - u\n",
+        "ok 1 - t\nok 2 - u\n1..2\n",
+        "1..0 # SKIP nothing to do\n",
+        "1..2\nok 1 - t\nnot ok 2 - u\n  ---\n  message: x\n\n  ...\n",
+        "1..2\nok 1 - t\n# Subtest: u\n    1..1\n    ok 1 - v\nok 2 - u\n",
+    ):
+        attempts = run(text.encode(), "tap")
+        assert not blocking_flags(attempts), text
+        assert [a.test_id for a in run(text.encode(), "tap", test_id="t")] == (
+            ["t"] if "ok 1 - t" in text else []
+        )
+
+
+def test_a_defect_found_after_records_left_the_window_refuses_the_report() -> None:
+    limits = flakecore_adapters.Limits(reorder_window=4)
+    many = "".join(f"ok {n} - t{n}\n" for n in range(1, 11))
+    with pytest.raises(InputError, match="can no longer be flagged"):
+        list(
+            flakecore_adapters.iter_attempts(
+                io.BytesIO(f"1..11\n{many}".encode()), format="tap", limits=limits
+            )
+        )
+    early = f"1..10\nok 1 - t1\nok 1 - dup\n{many[10:]}"  # found while every record is held
+    attempts = list(
+        flakecore_adapters.iter_attempts(io.BytesIO(early.encode()), format="tap", limits=limits)
+    )
+    assert all(AttemptFlag.STREAM_DEFECT in a.flags for a in attempts)
+
+
+def test_unterminated_yaml_does_not_swallow_later_points() -> None:
+    attempts = run(b"ok 1 - a\n  ---\n  x: 1\nnot ok 2 - b\n  ...\n1..1\n", "tap")
+    assert summary(attempts) == [
+        ("a", "pass", 1, [DEFECT]),
+        ("b", "fail", 1, [DEFECT]),
+        ("<plan>", "error", 1, [DEFECT]),
+    ]
+    assert attempts[-1].message is not None
+    assert "YAML block of the test point at line 1 is not closed" in attempts[-1].message
+
+
+def test_a_cut_last_line_is_a_defect_not_a_shorter_run() -> None:
+    attempts = run(b"1..2\nok 1 - a\nnot ok 2 - x", "tap")  # cut from "... - x # TODO\n"
+    assert [(a.test_id, a.outcome.value) for a in attempts] == [
+        ("a", "pass"),
+        ("x", "fail"),
+        ("<plan>", "error"),
+    ]
+    assert all(AttemptFlag.STREAM_DEFECT in a.flags for a in attempts)
 
 
 def test_yaml_block_is_text_never_parsed() -> None:
@@ -104,11 +205,6 @@ def test_yaml_block_is_text_never_parsed() -> None:
     assert attempts[0].message is not None
     assert "&a" in attempts[0].message
     assert len(attempts[0].message) <= 2000
-
-
-def test_unterminated_yaml_is_refused() -> None:
-    with pytest.raises(InputError, match="YAML"):
-        run(b"1..1\nnot ok 1 - t\n  ---\n  message: x\n", "tap")
 
 
 def test_yaml_keys_refine_failures() -> None:
@@ -161,9 +257,9 @@ def test_parent_lying_about_its_children_is_an_error() -> None:
 def test_subtest_plan_unfulfilled() -> None:
     text = "1..1\n# Subtest: p\n    1..3\n    ok 1 - a\nnot ok 1 - p\n"
     assert tap(text) == [
-        ("p > a", "pass", 1, []),
-        ("p > <plan>", "error", 1, []),
-        ("p", "fail", 1, []),
+        ("p > a", "pass", 1, [DEFECT]),
+        ("p > <plan>", "error", 1, [DEFECT]),
+        ("p", "fail", 1, [DEFECT]),
     ]
 
 
@@ -205,8 +301,8 @@ def test_comments_after_a_failure_become_its_message_only_in_yaml() -> None:
 
 def test_misindented_test_point_is_not_silently_ignored() -> None:
     assert tap("1..1\nok 1 - a\n  not ok 2 - hidden\n") == [
-        ("a", "pass", 1, []),
-        ("<plan>", "error", 1, []),
+        ("a", "pass", 1, [DEFECT]),
+        ("<plan>", "error", 1, [DEFECT]),
     ]
 
 

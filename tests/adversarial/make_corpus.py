@@ -459,20 +459,21 @@ def xml_cases() -> None:
 def tap_cases() -> None:
     """TAP: the run must never read as more complete or greener than it was."""
     ingest = ["ingest", "{file}", "--format", "tap"]
-    plan_error: list[object] = ["<plan>", "error", []]
+    defect = "stream-defect"
+    plan_error: list[object] = ["<plan>", "error", [defect]]
     cases: dict[str, tuple[bytes, int, list[list[object]] | None, str]] = {
         "plan-mismatch.tap": (
             b"1..3\nok 1 - a\nok 2 - b\n",
             0,
-            [["a", "pass", []], ["b", "pass", []], plan_error],
-            "plan says 3, 2 ran",
+            [["a", "pass", [defect]], ["b", "pass", [defect]], plan_error],
+            "plan says 3, 2 ran: every record carries the defect",
         ),
         "duplicate-numbers.tap": (
             b"1..2\nok 1 - a\nok 1 - a\n",
             0,
             [
-                ["a", "pass", ["conflicting-duplicate"]],
-                ["a", "pass", ["conflicting-duplicate"]],
+                ["a", "pass", ["conflicting-duplicate", defect]],
+                ["a", "pass", ["conflicting-duplicate", defect]],
                 plan_error,
             ],
             "test number repeated",
@@ -498,8 +499,13 @@ def tap_cases() -> None:
         "bail-out-then-ok.tap": (
             b"1..3\nnot ok 1 - a\nBail out! db down\nok 2 - b\nok 3 - c\n",
             0,
-            [["a", "fail", []], ["b", "pass", ["bailed-out"]], ["c", "pass", ["bailed-out"]]],
-            "Bail out! followed by ok lines that complete the plan",
+            [
+                ["a", "fail", [defect]],
+                ["b", "pass", ["bailed-out", defect]],
+                ["c", "pass", ["bailed-out", defect]],
+                ["<plan>", "error", ["bailed-out", defect]],
+            ],
+            "Bail out! followed by ok lines that complete the plan: every record is flagged",
         ),
         "yaml-alias-bomb.tap": (
             b"TAP version 13\n1..1\nnot ok 1 - a\n  ---\n  a: &a [x, x, x, x, x, x, x, x, x]\n  b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n  c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n  d: [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n  ...\n",
