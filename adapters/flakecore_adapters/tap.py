@@ -57,7 +57,12 @@ _VERSION = re.compile(r"TAP version ([0-9]+)[ \t]*", re.IGNORECASE)
 _SUBTEST = re.compile(r"#[ \t]*Subtest(?::[ \t]*(.*))?", re.DOTALL)
 _BAIL = re.compile(r"Bail out!(.*)", re.DOTALL | re.IGNORECASE)
 _PRAGMA = re.compile(r"pragma[ \t]+([+-])([A-Za-z0-9_-]+)[ \t]*")
-_DIRECTIVE = re.compile(r"[ \t]*(skip|todo|timeout)\S*(?:[ \t]+(.*))?", re.DOTALL | re.IGNORECASE)
+#: The TAP 14 directives, by their stem (tap-parser: ``# SKIPPED``, ``# todo:``), any case.
+_DIRECTIVE = re.compile(r"[ \t]*(skip|todo)\S*(?:[ \t]+(.*))?", re.DOTALL | re.IGNORECASE)
+#: node-tap's (tap-parser's) ``# time=12.5ms``: not part of the description.
+_TIME = re.compile(r"[ \t]*time=((?:[1-9][0-9]*|0)(?:\.[0-9]+)?)(ms|s)[ \t]*", re.IGNORECASE)
+#: bats' ``# timeout after 5s`` on a test killed for time.
+_BATS_TIMEOUT = re.compile(r"[ \t]*timeout after [0-9]+s[ \t]*")
 _YAML_KEY = re.compile(r"(failureType|exitCode|timeout_sec|duration_ms):[ \t]*(.*?)[ \t]*")
 _MAX_NUMBER_DIGITS = 15
 
@@ -90,25 +95,52 @@ def _unescape(text: str) -> str:
     return re.sub(r"\\([\\#])", r"\1", text)
 
 
+def _directive(tail: str) -> tuple[str, str | None] | None:
+    """``(word, reason or time)`` when the text after a ``#`` is a directive we know."""
+    found = _DIRECTIVE.fullmatch(tail)
+    if found is not None:
+        return found.group(1).lower(), found.group(2)
+    timed = _TIME.fullmatch(tail)
+    if timed is not None:  # the reason is the duration in seconds
+        seconds = float(timed.group(1)) / (1000.0 if timed.group(2).lower() == "ms" else 1.0)
+        return "time", repr(seconds)
+    if _BATS_TIMEOUT.fullmatch(tail) is not None:
+        return "timeout", None
+    return None
+
+
 def _split(rest: str) -> tuple[str, str | None, str | None]:
-    """``(description, directive word or None, reason)`` of a test point's tail."""
-    directive = reason = None
+    """``(description, directive word or None, reason)`` of a test point's tail.
+
+    Only a known directive ends the description; any other ``#`` is part of
+    it (``not ok 1 - foo # bar`` is test ``foo # bar``).  The directive
+    follows the first unescaped ``#`` (Perl's TAP::Parser: ``word#skip`` is a
+    SKIP), or else the first unescaped ``#`` after a blank (tap-parser:
+    ``a#b # SKIP`` is a SKIP of ``a#b``): a directive either reader sees is
+    one.  ``\\#`` and ``\\\\`` are escapes.
+    """
+    first = spaced = -1
     at = rest.find("#")
-    while at > 0:  # a '#' preceded by an odd number of backslashes is escaped
+    while at >= 0:
         slashes = at - len(rest[:at].rstrip("\\"))
-        if slashes % 2 == 0:
-            break
+        if slashes % 2 == 0:  # a '#' after an odd number of backslashes is escaped
+            if first < 0:
+                first = at
+            if at == 0 or rest[at - 1] in " \t":
+                spaced = at
+                break
         at = rest.find("#", at + 1)
-    if at >= 0:
-        tail = rest[at + 1 :]
-        rest = rest[:at]
-        found = _DIRECTIVE.fullmatch(tail)
-        if found is not None:
-            directive = found.group(1).lower()
-            reason = found.group(2)
+    found = None
+    for at in (first, spaced):
+        if at >= 0:
+            found = _directive(rest[at + 1 :])
+            if found is not None:
+                rest = rest[:at]
+                break
     desc = rest.strip()
     if desc.startswith("-"):
         desc = desc[1:].strip()
+    directive, reason = found if found is not None else (None, None)
     return _unescape(desc), directive, reason
 
 
@@ -150,6 +182,7 @@ class _Point:
         "line",
         "not_ok",
         "number",
+        "seconds",
         "yaml",
         "yaml_size",
     )
@@ -166,6 +199,7 @@ class _Point:
         self.yaml_size = 0
         self.extra: dict[str, str] = {}
         self.child_failed: str | None = None
+        self.seconds: float | None = None  # node-tap's "# time=" directive
 
 
 class _Parser:
@@ -328,7 +362,7 @@ class _Parser:
             frame.failed = True
         if self.bailed:
             flags = flags | BAILED
-        duration = None
+        duration = point.seconds
         if "duration_ms" in extra:
             ms = duration_from_text(extra["duration_ms"])
             duration = None if ms is None else ms / 1000.0
@@ -366,7 +400,10 @@ class _Parser:
                 )
         if frame.plan is not None and frame.plan_at_end:
             self._defect(frame, f"test point {number} after the closing plan", line)
-        desc, directive, _reason = _split(rest)
+        desc, directive, reason = _split(rest)
+        if directive == "time":
+            point.seconds = float(str(reason))
+            directive = None
         point.frames = tuple(self.frames)
         point.not_ok = not_ok is not None
         point.number = number
@@ -510,10 +547,9 @@ class _Parser:
         frame.plan_at_end = frame.count > 0
         if frame.plan == 0:
             frame.skip_all = True
-        if comment is not None and _DIRECTIVE.fullmatch(comment) is not None:
+        if comment is not None:
             directive = _DIRECTIVE.fullmatch(comment)
-            assert directive is not None
-            if directive.group(1).lower() == "skip" and frame.plan != 0:
+            if directive is not None and directive.group(1).lower() == "skip" and frame.plan != 0:
                 self._defect(frame, "SKIP directive on a plan that is not 1..0", line)
 
     def _unknown(self, text: str, number: int) -> None:

@@ -58,6 +58,38 @@ def test_escaped_hash_is_not_a_directive() -> None:
     assert attempts[0].source.description == "a # SKIP not really"
 
 
+@pytest.mark.parametrize(
+    ("line", "test_id", "outcome"),
+    [
+        ("not ok 1 - foo # bar", "foo # bar", "fail"),  # no directive: the '#' stays
+        ("ok 1 - hash # in name", "hash # in name", "pass"),  # node-tap 14 does not escape
+        ("ok 1 - a # description # todo", "a # description # todo", "pass"),
+        ("ok 1 - word#skip", "word", "skip"),  # Perl's TAP::Parser: the first unescaped '#'
+        ("ok 1 - a#b # SKIP later", "a#b", "skip"),  # tap-parser: the first '#' after a blank
+        ("not ok 1 - hello # todo hash # character", "hello", "skip"),
+        ("ok 1 - a # SKIPPED: no network", "a", "skip"),  # a directive by its stem
+        ("not ok 1 - a # ToDo", "a", "skip"),
+        ("not ok 1 - a \\# TODO", "a # TODO", "fail"),  # escaped
+        ("ok 1 - a # time=12.5ms", "a", "pass"),  # node-tap's timing, not the description
+        ("not ok 1 - times out # timeout after 1s", "times out", "timeout"),  # bats
+        ("not ok 1 - a # timeout", "a # timeout", "fail"),  # not bats' form: no directive
+    ],
+)
+def test_only_known_directives_end_the_description(line: str, test_id: str, outcome: str) -> None:
+    (attempt,) = run(f"1..1\n{line}\n".encode(), "tap")
+    assert (attempt.test_id, attempt.outcome.value) == (test_id, outcome)
+    assert attempt.source.description == test_id
+
+
+def test_time_directive_is_the_duration_unless_yaml_says_otherwise() -> None:
+    attempts = run(
+        b"1..3\nok 1 - a # time=12.5ms\nok 2 - b # time=2s\n"
+        b"not ok 3 - c # time=1ms\n  ---\n  duration_ms: 40\n  ...\n",
+        "tap",
+    )
+    assert [a.duration_s for a in attempts] == [0.0125, 2.0, 0.04]
+
+
 def test_plan_last_and_skip_all() -> None:
     assert tap("ok 1 - a\nok 2 - b\n1..2\n") == [("a", "pass", 1, []), ("b", "pass", 1, [])]
     assert tap("1..0 # SKIP no database\n") == []
