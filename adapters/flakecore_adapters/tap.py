@@ -13,9 +13,14 @@ text and never parsed as YAML (no aliases, no anchors, no tags); only a few
 top-level scalar keys are matched with a line pattern: node's
 ``failureType`` and ``exitCode``, bats' ``timeout_sec``, ``duration_ms``.
 
-Test ids: enclosing subtest names (from ``# Subtest: name``, else the parent
-test point's description) and the description, joined with ``" > "``; a
-point without description is ``#<number>``.
+Subtests: TAP 14's (``# Subtest: name``, the child indented by 4 spaces,
+then the parent's test point) and the brace form of node-tap's buffered
+subtests and Perl's Test2 (the parent's test point first, ending in ``{``,
+the child indented by 4 spaces, then ``}`` at the parent's indent).
+
+Test ids: the subtest path -- enclosing subtest names (``# Subtest: name``,
+else the parent test point's description) and the description, joined with
+``" > "``; a point without description is ``#<number>``.
 """
 
 from __future__ import annotations
@@ -68,12 +73,13 @@ _MAX_NUMBER_DIGITS = 15
 
 # Fast lane (text output only): a run of plain passing test points at the top
 # level, ``ok N - description`` with a description of printable ASCII without
-# '"', '#' or '\\' (so no directive, no escape, nothing to quote) and no
-# surrounding blanks.  Such a line means exactly: pass, native "ok", test id =
-# description.  Everything else goes through the line state machine.
+# '"', '#', '\\' or '{' (so no directive, no escape, no brace subtest, nothing
+# to quote) and no surrounding blanks.  Such a line means exactly: pass,
+# native "ok", test id = description.  Everything else goes through the line
+# state machine.
 # (Blanks around the description are excluded by two ``str.find`` on the whole
 # run, " \n" and "-  ": cheaper than a backtracking pattern.)
-_RUN = re.compile(r"(?:ok [1-9][0-9]{0,14} - [ !$-\[\]-~]+\n)+")
+_RUN = re.compile(r"(?:ok [1-9][0-9]{0,14} - [ !$-\[\]-z|-~]+\n)+")
 # Splits "\n" + a run without its last newline into ['', number, description, ...].
 _RUN_SPLIT = re.compile(r"\nok ([0-9]+) - ")
 _YAML_KEYS = re.compile(
@@ -102,8 +108,8 @@ def _directive(tail: str) -> tuple[str, str | None] | None:
         return found.group(1).lower(), found.group(2)
     timed = _TIME.fullmatch(tail)
     if timed is not None:  # the reason is the duration in seconds
-        seconds = float(timed.group(1)) / (1000.0 if timed.group(2).lower() == "ms" else 1.0)
-        return "time", repr(seconds)
+        milli = timed.group(2).lower() == "ms"
+        return "time", repr(float(timed.group(1) + ("e-3" if milli else "")))
     if _BATS_TIMEOUT.fullmatch(tail) is not None:
         return "timeout", None
     return None
@@ -142,6 +148,14 @@ def _split(rest: str) -> tuple[str, str | None, str | None]:
         desc = desc[1:].strip()
     directive, reason = found if found is not None else (None, None)
     return _unescape(desc), directive, reason
+
+
+def _brace(rest: str) -> tuple[str, bool]:
+    """A test point's tail without the ``{`` that opens a brace subtest, and whether it had one.
+
+    As tap-parser reads it: a ``{`` that ends the line (blanks were stripped).
+    """
+    return (rest[:-1], True) if rest.endswith("{") else (rest, False)
 
 
 class _Frame:
@@ -219,6 +233,7 @@ class _Parser:
         self.strict = False
         self.lines_seen = 0
         self.held: list[tuple[tuple[_Frame, ...], list[Any]]] = []
+        self.braces: list[_Point] = []  # brace subtests open, innermost last
 
     # -- emission ---------------------------------------------------------------
     def _emit(self, frames: tuple[_Frame, ...], spec: list[Any]) -> None:
@@ -400,6 +415,7 @@ class _Parser:
                 )
         if frame.plan is not None and frame.plan_at_end:
             self._defect(frame, f"test point {number} after the closing plan", line)
+        rest, brace = _brace(rest)
         desc, directive, reason = _split(rest)
         if directive == "time":
             point.seconds = float(str(reason))
@@ -411,7 +427,68 @@ class _Parser:
         point.directive = directive
         point.line = line
         point.indent = level * 4
+        if brace:
+            self._open_brace(point)
+            return
         self.point = point
+
+    def _open_brace(self, point: _Point) -> None:
+        """``point`` is the parent of a brace subtest: its child follows, one level deeper."""
+        level = point.indent // 4
+        self.braces.append(point)
+        self.announce = (level, point.desc or f"#{point.number}")
+        self._open_to(level + 1)
+
+    def _end_brace(self) -> None:
+        """The innermost brace subtest is over: its parent point waits for a YAML block."""
+        self._finish_point()
+        parent = self.braces.pop()
+        self._close_to(parent.indent // 4, parent)
+        self.point = parent
+
+    def _unclosed_brace(self, number: int | None) -> None:
+        """The innermost brace subtest ends without its ``}`` line (a stream-level defect)."""
+        parent = self.braces[-1]
+        where = f"before line {number}" if number is not None else "at the end of the report"
+        self._defect(
+            parent.frames[-1],
+            f"the brace subtest of the test point at line {parent.line} is not closed {where}",
+            number,
+        )
+        self._end_brace()
+
+    def _braces(self, spaces: int, body: str, number: int) -> bool:
+        """Open or close brace subtests at this line; True when it was a brace line.
+
+        ``{`` alone at the pending point's indent makes it a parent (node-tap
+        writes it after the parent's YAML block); ``}`` at the innermost
+        parent's indent closes it.  A test point, plan
+        or ``# Subtest`` at or left of that indent, or an outer ``}``, means
+        the brace was never closed.
+        """
+        braces = self.braces
+        if body == "{":  # node-tap: "{" on its own line, after the parent's YAML block
+            point = self.point
+            if point is None or spaces != point.indent:
+                return False
+            self.point = None
+            self._open_brace(point)
+            return True
+        if not braces:
+            return False
+        if body == "}":
+            while braces and spaces < braces[-1].indent:
+                self._unclosed_brace(number)
+            if braces and spaces == braces[-1].indent:
+                self._end_brace()
+                return True
+            return False
+        if spaces <= braces[-1].indent and (
+            _POINT.fullmatch(body) or _PLAN.fullmatch(body) or _SUBTEST.fullmatch(body)
+        ):
+            while braces and spaces <= braces[-1].indent:
+                self._unclosed_brace(number)
+        return False
 
     # -- lines ----------------------------------------------------------------------
     def line(self, text: str, number: int) -> None:
@@ -442,6 +519,8 @@ class _Parser:
         point = self.point
         if point is not None and spaces == point.indent + 2 and body == "---" and not point.yaml:
             self.in_yaml = True
+            return
+        if (self.braces or body == "{") and self._braces(spaces, body, number):
             return
         if spaces % 4:
             if point is not None and body.startswith("#"):
@@ -525,15 +604,15 @@ class _Parser:
         """A test point that closes the subtest(s) below it is their parent."""
         _not_ok, number_text, rest = match.groups()
         parent = _Point()
-        parent.desc = _split(rest)[0]
+        parent.desc = _split(_brace(rest)[0])[0]
         if number_text is not None and len(number_text) <= _MAX_NUMBER_DIGITS:
             parent.number = int(number_text)
         else:
             parent.number = self.frames[level].count + 1
         self._close_to(level, parent)
         self._test_point(level, match, number)
-        if self.point is not None:
-            self.point.child_failed = parent.child_failed
+        point = self.point if self.point is not None else self.braces[-1]
+        point.child_failed = parent.child_failed
 
     def _plan(self, match: re.Match[str], line: int) -> None:
         frame = self.frames[-1]
@@ -709,6 +788,8 @@ class _Parser:
     def end(self) -> None:
         if self.in_yaml:
             self._unclosed_yaml(None)
+        while self.braces:
+            self._unclosed_brace(None)
         self._finish_point()
         self._close_to(0, None)
         root = self.frames[0]

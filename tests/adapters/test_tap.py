@@ -340,3 +340,64 @@ def test_misindented_test_point_is_not_silently_ignored() -> None:
 
 def test_crlf_lines() -> None:
     assert tap("1..1\r\nok 1 - a\r\n") == [("a", "pass", 1, [])]
+
+
+def test_brace_subtests_blame_the_failing_child() -> None:
+    """node-tap / Test2 buffered subtests: the parent's point first, then its child."""
+    text = (
+        "TAP version 13\n"
+        "not ok 1 - parent # time=3.5ms {\n"
+        "    ok 1 - child passes\n"
+        "    not ok 2 - inner {\n"
+        "        not ok 1 - deep fails\n"
+        "        1..1\n"
+        "    }\n"
+        "    1..2\n"
+        "}\n"
+        "ok 2 - next\n"
+        "1..2\n"
+    )
+    attempts = run(text.encode(), "tap")
+    assert summary(attempts) == [
+        ("parent > child passes", "pass", 1, []),
+        ("parent > inner > deep fails", "fail", 1, []),
+        ("parent > inner", "fail", 1, []),
+        ("parent", "fail", 1, []),
+        ("next", "pass", 1, []),
+    ]
+    assert attempts[1].source.subtest_path == ("parent", "inner")
+    assert attempts[3].source.line == 2
+    assert attempts[3].duration_s == 0.0035
+
+
+def test_brace_after_the_parents_yaml_block_and_a_parent_that_lies() -> None:
+    """node-tap's runner: the file's point, its YAML block, then "{" alone on a line."""
+    text = (
+        "ok 1 - file.js # time=9ms\n  ---\n  exitCode: 0\n  ...\n{\n"
+        "    not ok 1 - inside\n    1..1\n}\n1..1\n"
+    )
+    assert tap(text) == [("file.js > inside", "fail", 1, []), ("file.js", "error", 1, [])]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1..2\nok 1 - t {\n    ok 1 - c\n    1..1\n",  # never closed
+        "1..2\nok 1 - t {\n    ok 1 - c\n    1..1\nok 2 - u\n",  # a point at the parent's level
+        "1..2\nok 1 - t {\n    ok 1 - c\n    1..1\n1..2\n",  # a plan at the parent's level
+        "1..2\nok 1 - t {\n    ok 1 - c\n    ok 2 - d {\n        1..0\n}\n",  # outer "}" only
+    ],
+    ids=["unclosed", "point", "plan", "outer brace"],
+)
+def test_an_unclosed_brace_subtest_is_a_stream_defect(text: str) -> None:
+    attempts = run(text.encode(), "tap")
+    assert "t > c" in [a.test_id for a in attempts]  # the child still belongs to its parent
+    assert all(AttemptFlag.STREAM_DEFECT in a.flags for a in attempts)
+    messages = [a.message or "" for a in attempts if a.test_id.endswith("<plan>")]
+    assert any("brace subtest of the test point at line" in m for m in messages)
+
+
+def test_a_stray_closing_brace_is_not_tap() -> None:
+    assert tap("1..1\nok 1 - a\n}\n") == [("a", "pass", 1, [])]
+    with pytest.raises(InputError, match="strict"):
+        run(b"pragma +strict\n1..1\nok 1 - a\n}\n", "tap")
