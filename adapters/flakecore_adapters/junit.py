@@ -236,7 +236,8 @@ def _handlers(
             # it is when it needs no escaping, else spliced from the quoted parts.
             if case is not None and classname and classname.strip() == classname:
                 test_id = f"{classname}::{case}"
-                if len(test_id) <= max_id and test_id.isascii():
+                # Printable ASCII: no control character, nothing to check.
+                if len(test_id) <= max_id and test_id.isascii() and test_id.isprintable():
                     time = tc.get("time")
                     timed = durations.get(time)
                     if timed is None:
@@ -246,7 +247,7 @@ def _handlers(
                         if len(durations) > _CACHE:
                             durations.clear()
                         durations[time] = timed
-                    if test_id.isprintable() and '"' not in test_id and "\\" not in test_id:
+                    if '"' not in test_id and "\\" not in test_id:
                         # Printable ASCII without '"' and '\\' is its own JSON text.
                         records.append(
                             f'{HEAD}"{test_id}"{timed}{tc_line}'
@@ -472,10 +473,10 @@ class _Cases:
             raise InputError("testcase without a name attribute", source=source, line=line)
         classname = attrs.get("classname")
         stripped = classname.strip() if classname else ""
-        test_id = f"{stripped}::{name}" if stripped else name
-        max_id = limits.max_id_chars
-        if len(test_id) > max_id or not test_id.isascii():
-            check_id(test_id, max_id, source, line)
+        # A blank classname is the enclosing suite's: three tests named "A" in
+        # three suites are three tests.
+        part = stripped or (suite.strip() if suite else "")
+        test_id = check_id(f"{part}::{name}" if part else name, limits.max_id_chars, source, line)
         if not results:
             status = attrs.get("status")
             if status is None or status.lower() in _PASS_STATUS:

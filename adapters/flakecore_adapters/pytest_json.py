@@ -307,8 +307,7 @@ def _parse(reader: Reader, limits: Limits, emitter: Emitter, *, text: bool) -> I
                 try:
                     if key == "tests":
                         nodeid, attempts = _test_attempts(item, limits, lossy)
-                        if len(nodeid) > max_id or not nodeid.isascii():
-                            check_id(nodeid, max_id, source, line)
+                        check_id(nodeid, max_id, source, line)
                         first_attempt = attempts[0]
                         if first_attempt[1] == "rerun":
                             lossy = True

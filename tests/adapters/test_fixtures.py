@@ -92,10 +92,15 @@ KNOWN[("bats", "bats-junit.xml", "timeout.bats::times out", "flagged")] = (
 )
 for _name in ("always_fails", "assertion_fails", "flaky", "times_out"):
     KNOWN[
-        ("bazel", f"testlogs/pkg/{_name}/test_attempts/attempt_1.xml", f"pkg/{_name}", "flagged")
+        (
+            "bazel",
+            f"testlogs/pkg/{_name}/test_attempts/attempt_1.xml",
+            f"pkg/{_name}::pkg/{_name}",
+            "flagged",
+        )
     ] = "Bazel's generated XML says 'exited with error code': " + _UNDETECTABLE
 for _name in ("always_fails", "assertion_fails", "times_out"):
-    KNOWN[("bazel", f"testlogs/pkg/{_name}/test.xml", f"pkg/{_name}", "flagged")] = (
+    KNOWN[("bazel", f"testlogs/pkg/{_name}/test.xml", f"pkg/{_name}::pkg/{_name}", "flagged")] = (
         "Bazel's generated XML says 'exited with error code': " + _UNDETECTABLE
     )
 for _name in (

@@ -114,6 +114,10 @@ def test_pytest_json_rerun_and_collector_errors() -> None:
         (b'\xef\xbb\xbf{"tests": []}', "byte-order"),
         (b'{"tests": [{"nodeid": "\xff", "outcome": "passed"}]}', "UTF-8"),
         (b'{"tests": [{"nodeid": "\\ud800", "outcome": "passed"}]}', "surrogate"),
+        (b'{"tests": [{"nodeid": "t.py::a\\u0000b", "outcome": "passed"}]}', "U\\+0000"),
+        (b'{"tests": [{"nodeid": "t.py::a\\nb", "outcome": "passed"}]}', "U\\+000A"),
+        (b'{"tests": [{"nodeid": "t.py::a\\u007f", "outcome": "passed"}]}', "U\\+007F"),
+        (b'{"tests": [{"nodeid": " ", "outcome": "passed"}]}', "blank test id"),
     ],
 )
 def test_pytest_json_refusals(data: bytes, error: str) -> None:
@@ -233,6 +237,14 @@ def test_reportlog_unfinished_run() -> None:
         (
             b'{"$report_type": "SessionFinish"}\n{"$report_type": "SessionStart"}\n',
             "after SessionFinish",
+        ),
+        (
+            b'{"$report_type": "SessionStart"}\n{"nodeid": "a\\u0000", "when": "setup", "outcome": "passed", "$report_type": "TestReport"}\n',
+            "U\\+0000",
+        ),
+        (
+            b'{"$report_type": "SessionStart"}\n{"nodeid": "a\\t", "outcome": "failed", "longrepr": "x", "result": [], "$report_type": "CollectReport"}\n',
+            "control character",
         ),
     ],
 )

@@ -309,6 +309,9 @@ def test_strict_pragma_refuses_garbage() -> None:
         (b"1..1\nok 1 - \xff\n", "UTF-8"),
         (b"\xef\xbb\xbf1..0\n", "byte-order"),
         (b"1..1\nok 99999999999999999999 - a\n", "out of range"),
+        (b"1..1\nok 1 - a\tb\n", "control character U\\+0009"),
+        (b"1..1\nnot ok 1 - a\x1b[31mb\n", "control character U\\+001B"),
+        (b"1..1\n# Subtest: s\x07\n    1..1\n    ok 1 - a\nok 1 - s\n", "U\\+0007"),
     ],
 )
 def test_hostile_streams_are_refused(data: bytes, error: str) -> None:
