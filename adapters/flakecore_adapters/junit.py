@@ -56,7 +56,8 @@ _RESULT_TAGS = frozenset(
     {"failure", "error", "skipped", "flakyFailure", "flakyError", "rerunFailure", "rerunError"}
 )
 #: Lower-cased local names that must never be silently ignored: a variant of
-#: one of these (``<Failure>``, ``<x:failure>``, ``<TestCase>``) is refused.
+#: one of these (``<Failure>``, ``<x:failure>``, ``<TestCase>``) is refused, and
+#: so is one of these with a default namespace (``<failure xmlns="urn:x">``).
 _GUARDED = frozenset(
     {
         "failure",
@@ -165,6 +166,12 @@ def _handlers(
         if depth > max_depth:
             raise LimitError(
                 f"XML nested deeper than {max_depth}", source=source, line=parser.CurrentLineNumber
+            )
+        if "xmlns" in attrs and attrs["xmlns"] and _guarded(name):
+            # In a namespace, <failure> is another vocabulary's element, not JUnit's.
+            raise fail(
+                f"<{name[:40]}> in the XML namespace {attrs['xmlns'][:80]!r} is not "
+                "a JUnit element (namespaced reports are refused)"
             )
         if tc is None:
             if name == "testcase":  # not on ``outer``: nothing inside a testcase reads it

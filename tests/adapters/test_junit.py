@@ -149,6 +149,16 @@ def test_ids_fall_back_to_the_enclosing_suite_and_are_never_blank() -> None:
             run(blank)
 
 
+def test_namespace_declarations_that_put_no_junit_element_in_a_namespace_are_fine() -> None:
+    """Surefire declares xsi on the root; an empty default namespace is no namespace."""
+    for attrs in (
+        b' xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:noNamespaceSchemaLocation="a.xsd"',
+        b' xmlns=""',
+    ):
+        data = b'<testsuite name="s"%s><testcase classname="c" name="t"><failure/></testcase></testsuite>'
+        assert summary(run(data % attrs)) == [("c::t", "fail", 1, [])]
+
+
 @pytest.mark.parametrize(
     "name",
     [b"a&#10;b", b"a&#9;b", b"a&#13;", b"\xc2\x85x", b"\xc2\x9f"],
@@ -243,6 +253,24 @@ def test_node_todo_semantics() -> None:
             "x:failure",
         ),
         (b'<testsuite><TestCase name="t"><failure/></TestCase></testsuite>', "TestCase"),
+        (
+            b'<testsuite xmlns="urn:x"><testcase name="t"><failure/></testcase></testsuite>',
+            "namespace",
+        ),
+        (
+            b'<testsuite><testcase name="t" xmlns="urn:x"><failure/></testcase></testsuite>',
+            "namespace",
+        ),
+        (
+            b'<testsuite><testcase name="t"><failure xmlns="urn:x"/></testcase></testsuite>',
+            "namespace",
+        ),
+        (b'<testsuites xmlns="urn:x"><testsuite/></testsuites>', "namespace"),
+        (b'<x:testsuite xmlns:x="urn:x"><x:testcase name="t"/></x:testsuite>', "root element"),
+        (
+            b'<testsuite xmlns:x="u"><x:testcase name="t"><x:failure/></x:testcase></testsuite>',
+            "x:testcase",
+        ),
         (
             b'<testsuite><testcase name="t"><system-out><failure/></system-out></testcase></testsuite>',
             "nested",
