@@ -307,7 +307,10 @@ def _parse(reader: Reader, limits: Limits, emitter: Emitter, *, text: bool) -> I
                 try:
                     if key == "tests":
                         nodeid, attempts = _test_attempts(item, limits, lossy)
-                        check_id(nodeid, max_id, source, line)
+                        # Without an escape in the test's JSON text the nodeid holds no
+                        # control character: only its length and blankness are left.
+                        if doc.escaped or len(nodeid) > max_id or nodeid.isspace():
+                            check_id(nodeid, max_id, source, line)
                         first_attempt = attempts[0]
                         if first_attempt[1] == "rerun":
                             lossy = True

@@ -744,14 +744,15 @@ class _Parser:
         found = ending.search(text, pos)
         stop = found.start() if found is not None else len(text)
         outside = _YAML_OUTSIDE.get(indent)
-        if outside is None:
+        if outside is None:  # from the newline before a line (a literal prefix: fast to scan)
             outside = _YAML_OUTSIDE[indent] = re.compile(
-                "^(?! {" + str(indent) + r"}|[ \t\r]*$)", re.MULTILINE
+                "\n(?! {" + str(indent) + r"}|[ \t\r]*$)", re.MULTILINE
             )
-        cut = outside.search(text, pos, stop)  # a line less indented than the block ends it
+        # A line less indented than the block ends it (text[pos - 1] is a newline).
+        cut = outside.search(text, pos - 1, stop)
         if cut is not None:
             found = None
-            stop = cut.start()
+            stop = cut.start() + 1
         if stop > pos:
             raw = text[pos : stop - 1].split("\n")
             if "\r" in text[pos:stop]:

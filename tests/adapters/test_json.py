@@ -252,3 +252,15 @@ def test_reportlog_refusals(data: bytes, error: str) -> None:
     with pytest.raises(InputError, match=error) as info:
         run(data, "pytest-reportlog")
     assert info.value.line == 2
+
+
+@pytest.mark.parametrize("before", ["", "a\\\\b"], ids=["no escape before", "an escape before"])
+def test_pytest_json_control_in_a_nodeid_far_into_the_report(before: str) -> None:
+    """The nodeid check runs only for tests whose JSON text has an escape: across chunks too."""
+    tests = [{"nodeid": "t.py::first" + before, "outcome": "passed"}]
+    tests += [{"nodeid": f"t.py::ok{i}", "outcome": "passed"} for i in range(20_000)]  # > a chunk
+    tests.append({"nodeid": "t.py::bad\u0001", "outcome": "passed"})
+    data = json.dumps({"tests": tests}).encode()
+    for reader in (flakecore_adapters.iter_attempts, flakecore_adapters.iter_jsonl):
+        with pytest.raises(InputError, match="U\\+0001"):
+            list(reader(io.BytesIO(data), format="pytest-json"))
