@@ -522,84 +522,73 @@ def tap_cases() -> None:
     defect = "stream-defect"
     plan_error: list[object] = ["<plan>", "error", [defect]]
 
-    def defective(name: str, data: bytes, records: list[list[object]], note: str,
-                  target: str = "t") -> None:  # fmt: skip
-        add("tap", name, data, ingest, 0, note, records=records,
-            replay={"test_id": target, "format": "tap", "accept": False})  # fmt: skip
-
     t_fails: list[object] = ["t", "fail", [defect]]
     b_passes: list[object] = ["b", "pass", [defect]]
-    defective(
-        "plan-mismatch.tap", b"1..3\nnot ok 1 - t\nok 2 - b\n", [t_fails, b_passes, plan_error],
-        "plan says 3, 2 ran: every record carries the defect",
-    )  # fmt: skip
-    defective(
-        "no-plan.tap", b"not ok 1 - t\nok 2 - b\n", [t_fails, b_passes, plan_error], "no plan"
-    )
-    defective(
-        "two-plans.tap", b"1..2\nnot ok 1 - t\nok 2 - b\n1..2\n", [t_fails, b_passes, plan_error],
-        "a second plan",
-    )  # fmt: skip
-    defective(
-        "plan-in-the-middle.tap", b"not ok 1 - t\n1..2\nok 2 - b\n", [t_fails, b_passes, plan_error],
-        "a test point after the closing plan",
-    )  # fmt: skip
-    defective(
-        "skip-all-with-tests.tap", b"1..0 # SKIP nothing to run\nnot ok 1 - t\n", [t_fails, plan_error],
-        "a skip-all plan followed by a test point",
-    )  # fmt: skip
-    defective(
-        "duplicate-numbers.tap", b"1..2\nnot ok 1 - t\nok 1 - b\n", [t_fails, b_passes, plan_error],
-        "test number repeated",
-    )  # fmt: skip
-    defective(
-        "out-of-order-numbers.tap", b"1..2\nok 2 - b\nnot ok 1 - t\n", [b_passes, t_fails, plan_error],
-        "test numbers out of order",
-    )  # fmt: skip
-    defective("zero-number.tap", b"1..1\nnot ok 0 - t\n", [t_fails, plan_error], "test number 0")
-    defective(
-        "misindented-point.tap", b"1..1\nnot ok 1 - t\n  ok 2 - t\n", [t_fails, plan_error],
-        "a test point indented by 2 spaces: another reader counts it",
-    )  # fmt: skip
-    defective(
-        "bail-out-then-ok.tap",
-        b"1..3\nnot ok 1 - t\nBail out! db down\nok 2 - b\nok 3 - c\n",
-        [
-            t_fails,
-            ["b", "pass", ["bailed-out", defect]],
-            ["c", "pass", ["bailed-out", defect]],
-            ["<plan>", "error", ["bailed-out", defect]],
-        ],
-        "Bail out! followed by ok lines that complete the plan: every record is flagged",
-    )
-    defective(
-        "no-final-newline.tap", b"1..2\nok 1 - b\nnot ok 2 - t", [b_passes, t_fails, plan_error],
-        "the last line has no newline: cut from 'not ok 2 - t # TODO'",
-    )  # fmt: skip
-    defective(
-        "yaml-unterminated.tap",
-        b"ok 1 - a\n  ---\n  x: 1\nnot ok 2 - t\n  ...\n1..1\n",
-        [["a", "pass", [defect]], t_fails, plan_error],
-        "a YAML block never closed must not swallow the failing point after it",
-    )
-    defective(
-        "yaml-at-end.tap", b"1..1\nnot ok 1 - t\n  ---\n  message: x\n", [t_fails, plan_error],
-        "the report ends inside a YAML block",
-    )  # fmt: skip
-    defective(
-        "brace-unclosed.tap",
-        b"1..1\nnot ok 1 - p {\n    not ok 1 - t\n    1..1\n",
-        [["p > t", "fail", [defect]], ["p", "fail", [defect]], plan_error],
-        "a brace subtest never closed",
-        target="p > t",
-    )
-    defective(
-        "subtest-plan-mismatch.tap",
-        b"1..1\n# Subtest: p\n    1..2\n    not ok 1 - t\nnot ok 1 - p\n",
-        [["p > t", "fail", [defect]], ["p > <plan>", "error", [defect]], ["p", "fail", [defect]]],
-        "a subtest's plan not kept",
-        target="p > t",
-    )
+    both = [t_fails, b_passes, plan_error]
+    #: name -> (report, records, note, target); the target fails in every one.
+    defects: dict[str, tuple[bytes, list[list[object]], str, str]] = {
+        "plan-mismatch.tap": (
+            b"1..3\nnot ok 1 - t\nok 2 - b\n", both,
+            "plan says 3, 2 ran: every record carries the defect", "t",
+        ),
+        "no-plan.tap": (b"not ok 1 - t\nok 2 - b\n", both, "no plan", "t"),
+        "two-plans.tap": (b"1..2\nnot ok 1 - t\nok 2 - b\n1..2\n", both, "a second plan", "t"),
+        "plan-in-the-middle.tap": (
+            b"not ok 1 - t\n1..2\nok 2 - b\n", both, "a test point after the closing plan", "t",
+        ),
+        "skip-all-with-tests.tap": (
+            b"1..0 # SKIP nothing to run\nnot ok 1 - t\n", [t_fails, plan_error],
+            "a skip-all plan followed by a test point", "t",
+        ),
+        "duplicate-numbers.tap": (
+            b"1..2\nnot ok 1 - t\nok 1 - b\n", both, "test number repeated", "t",
+        ),
+        "out-of-order-numbers.tap": (
+            b"1..2\nok 2 - b\nnot ok 1 - t\n", [b_passes, t_fails, plan_error],
+            "test numbers out of order", "t",
+        ),
+        "zero-number.tap": (b"1..1\nnot ok 0 - t\n", [t_fails, plan_error], "test number 0", "t"),
+        "misindented-point.tap": (
+            b"1..1\nnot ok 1 - t\n  ok 2 - t\n", [t_fails, plan_error],
+            "a test point indented by 2 spaces: another reader counts it", "t",
+        ),
+        "bail-out-then-ok.tap": (
+            b"1..3\nnot ok 1 - t\nBail out! db down\nok 2 - b\nok 3 - c\n",
+            [
+                t_fails,
+                ["b", "pass", ["bailed-out", defect]],
+                ["c", "pass", ["bailed-out", defect]],
+                ["<plan>", "error", ["bailed-out", defect]],
+            ],
+            "Bail out! followed by ok lines that complete the plan: every record is flagged", "t",
+        ),
+        "no-final-newline.tap": (
+            b"1..2\nok 1 - b\nnot ok 2 - t", [b_passes, t_fails, plan_error],
+            "the last line has no newline: cut from 'not ok 2 - t # TODO'", "t",
+        ),
+        "yaml-unterminated.tap": (
+            b"ok 1 - a\n  ---\n  x: 1\nnot ok 2 - t\n  ...\n1..1\n",
+            [["a", "pass", [defect]], t_fails, plan_error],
+            "a YAML block never closed must not swallow the failing point after it", "t",
+        ),
+        "yaml-at-end.tap": (
+            b"1..1\nnot ok 1 - t\n  ---\n  message: x\n", [t_fails, plan_error],
+            "the report ends inside a YAML block", "t",
+        ),
+        "brace-unclosed.tap": (
+            b"1..1\nnot ok 1 - p {\n    not ok 1 - t\n    1..1\n",
+            [["p > t", "fail", [defect]], ["p", "fail", [defect]], plan_error],
+            "a brace subtest never closed", "p > t",
+        ),
+        "subtest-plan-mismatch.tap": (
+            b"1..1\n# Subtest: p\n    1..2\n    not ok 1 - t\nnot ok 1 - p\n",
+            [["p > t", "fail", [defect]], ["p > <plan>", "error", [defect]], ["p", "fail", [defect]]],
+            "a subtest's plan not kept", "p > t",
+        ),
+    }  # fmt: skip
+    for name, (data, records, note, target) in defects.items():
+        add("tap", name, data, ingest, 0, note, records=records,
+            replay={"test_id": target, "format": "tap", "accept": False})  # fmt: skip
     honest: dict[str, tuple[bytes, list[list[object]], str, str]] = {
         "control-target-fails.tap": (
             b"TAP version 14\n1..2\nnot ok 1 - t\nok 2 - b\n",
