@@ -19,7 +19,7 @@ from importlib.metadata import PackageNotFoundError, version
 from flakecore.admit import AdmitDecision, admit, freeze_record
 from flakecore.attempts import AttemptWriter, LogSummary, reduce_logs
 from flakecore.budget import BudgetDecision, budget, ledger_row
-from flakecore.classify import ClassifyDecision, classify, freeze_allowed, lease_problems
+from flakecore.classify import ClassifyDecision, classify, freeze_allowed, lease_window_problems
 from flakecore.codes import (
     AdmitCode,
     AttemptFlag,
@@ -31,15 +31,16 @@ from flakecore.codes import (
     LogStatus,
     Outcome,
     PolicyName,
+    TrustReason,
 )
 from flakecore.decide import DecideDecision, decide
 from flakecore.decision import Decision
 from flakecore.digest import canonical_json_sha256, file_sha256, is_digest
-from flakecore.errors import FlakecoreError, InputError, LimitError, UsageError
+from flakecore.errors import FlakecoreError, InputError, LimitError, MissingExtra, UsageError
 from flakecore.evidence import Attempt, Source, blocking_flags
 from flakecore.identity import RunnerId, same_runner
 from flakecore.jsonio import load_object, loads_strict
-from flakecore.policy import DEFAULT_POLICY, DEFAULT_SEEDS, Policy
+from flakecore.policy import DEFAULT_POLICY, DEFAULT_SEEDS, Policy, PolicySource
 from flakecore.records import AdmitEvidence, BudgetPacket, ClassifyReport, DecidePacket, Replay
 
 try:
@@ -73,12 +74,15 @@ __all__ = [
     "LimitError",
     "LogStatus",
     "LogSummary",
+    "MissingExtra",
     "Outcome",
     "Policy",
     "PolicyName",
+    "PolicySource",
     "Replay",
     "RunnerId",
     "Source",
+    "TrustReason",
     "UsageError",
     "__version__",
     "admit",
@@ -91,7 +95,7 @@ __all__ = [
     "freeze_allowed",
     "freeze_record",
     "is_digest",
-    "lease_problems",
+    "lease_window_problems",
     "ledger_row",
     "load_object",
     "loads_strict",

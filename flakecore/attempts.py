@@ -78,7 +78,7 @@ class AttemptWriter:
 
     def __init__(self, path: str | os.PathLike[str], seed: Seed) -> None:
         if not is_seed(seed):
-            raise TypeError("seed must be a str or int")
+            raise TypeError("seed must be a str or an int within +-(2**53 - 1)")
         self.path = Path(path)
         self.seed = seed
         self._n = 0
@@ -148,9 +148,9 @@ def _check_line(raw: bytes, source: str, number: int) -> dict[str, object]:
     if extra:
         raise _Refusal(f"{where}: unknown field {extra[0]!r}")
     if not is_int(obj["n"]):
-        raise _Refusal(f"{where}: n must be a JSON integer")
+        raise _Refusal(f"{where}: n must be a JSON integer within +-(2^53-1)")
     if not is_seed(obj["seed"]):
-        raise _Refusal(f"{where}: seed must be a JSON string or integer")
+        raise _Refusal(f"{where}: seed must be a JSON string or an integer within +-(2^53-1)")
     if not isinstance(obj["result"], str) or obj["result"] not in _RESULTS:
         raise _Refusal(f"{where}: unknown result {obj['result']!r}")
     return obj

@@ -8,11 +8,14 @@ from typing import Generic, TypeVar
 import attrs
 
 from flakecore.codes import PolicyName
+from flakecore.policy import PolicySource
 
-__all__ = ["DECISION_FORMAT", "Decision"]
+__all__ = ["DECISION_FORMAT", "DECISION_FORMAT_VERSION", "Decision"]
 
 #: ``format`` field of a decision record (schemas/decision.v1.json).
 DECISION_FORMAT = "flakecore.decision"
+#: 1.1 added the optional ``policy_source``; a 1.0 reader may ignore it.
+DECISION_FORMAT_VERSION = "1.1"
 
 CodeT = TypeVar("CodeT", bound=enum.Enum)
 
@@ -32,12 +35,18 @@ class Decision(Generic[CodeT]):
     accepted: bool
     reasons: tuple[str, ...]
     policy_values: dict[str, object] = attrs.field(factory=dict, hash=False)
+    policy_source: PolicySource | None = None
+    """Where ``policy_values`` came from; set by whoever loaded them (the policies are pure)."""
+
+    def with_policy_source(self, source: PolicySource) -> Decision[CodeT]:
+        """This verdict, recording where its policy came from."""
+        return attrs.evolve(self, policy_source=source)
 
     def to_json(self) -> dict[str, object]:
         """The decision record (schemas/decision.v1.json)."""
-        return {
+        data: dict[str, object] = {
             "format": DECISION_FORMAT,
-            "format_version": "1.0",
+            "format_version": DECISION_FORMAT_VERSION,
             "policy": self.policy.value,
             "code": self.code.value,
             "exit": self.exit_code,
@@ -45,3 +54,6 @@ class Decision(Generic[CodeT]):
             "reasons": list(self.reasons),
             "policy_values": dict(self.policy_values),
         }
+        if self.policy_source is not None:
+            data["policy_source"] = self.policy_source.to_json()
+        return data

@@ -1,10 +1,11 @@
-"""Exceptions for input that cannot be used at all.
+"""Exceptions for input that cannot be used at all, and for a missing optional extra.
 
 Verdicts are values, never exceptions: a policy that refuses returns a
 decision.  These types exist only for input flakecore cannot read (a file that
 is not JSON, a report that is not XML, a log over the size limit).  Every one
 carries where the problem is, so the CLI can print one line that names the
-file and the position.
+file and the position.  :class:`MissingExtra` is the one error for a feature
+whose optional dependencies are not installed (the CLI exits 70 on it).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ __all__ = [
     "FlakecoreError",
     "InputError",
     "LimitError",
+    "MissingExtra",
     "UsageError",
 ]
 
@@ -57,6 +59,23 @@ class LimitError(InputError):
 
 class UsageError(FlakecoreError, ValueError):
     """A caller asked for something that makes no sense (bad flag, bad policy value)."""
+
+
+class MissingExtra(FlakecoreError, ImportError):
+    """A feature needs an optional extra that is not installed; the message says how to add it.
+
+    ``extra`` names it (``adapters``, ``schemas``); ``name`` is the module
+    that failed to import, as on any :class:`ImportError`.
+    """
+
+    def __init__(self, extra: str, *, needed_by: str, name: str | None = None) -> None:
+        self.extra = extra
+        missing = f" ({name} is not installed)" if name else ""
+        super().__init__(
+            f"{needed_by} needs the optional '{extra}' extra{missing}: "
+            f"pip install 'flakecore[{extra}]'",
+            name=name,
+        )
 
 
 def _one_line(text: str) -> str:

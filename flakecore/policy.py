@@ -1,7 +1,9 @@
-"""The one place that holds every policy number.
+"""The one place that holds every policy number, and where a set of them came from.
 
 These are repository policy, not tuned results (SPEC 3): every decision
-records the values it used, so a changed number is visible in the output.
+records the values it used, so a changed number is visible in the output,
+and where it got them (:class:`PolicySource`), because a policy the patch
+under judgement wrote is no policy at all.
 """
 
 from __future__ import annotations
@@ -10,17 +12,37 @@ import datetime as dt
 
 import attrs
 
+from flakecore._fields import MAX_SAFE_INTEGER, is_int
+from flakecore.digest import canonical_json_sha256
 from flakecore.errors import UsageError
 
-__all__ = ["DEFAULT_POLICY", "DEFAULT_SEEDS", "Policy"]
+__all__ = ["DEFAULT_POLICY", "DEFAULT_SEEDS", "EMPTY_TABLE_SHA256", "Policy", "PolicySource"]
 
 #: Seed list committed before a seed-budget run (SPEC 3.3).
 DEFAULT_SEEDS: tuple[int, ...] = (11, 23, 47, 71, 97, 131, 173, 211)
+_MAX_DAYS = dt.timedelta.max.days
 
 
 def _positive(_: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise UsageError(f"policy {attribute.name} must be a positive integer, got {value!r}")
+    # Bounded too: decisions record these numbers (SPEC 8: within 2**53 - 1).
+    if not is_int(value) or value < 1:
+        raise UsageError(
+            f"policy {attribute.name} must be an integer in 1..{MAX_SAFE_INTEGER}, got {value!r}"
+        )
+
+
+def _lease_days(policy: object, attribute: attrs.Attribute[int], value: int) -> None:
+    _positive(policy, attribute, value)
+    if value > _MAX_DAYS:  # datetime.timedelta holds no more
+        raise UsageError(f"policy {attribute.name} must be at most {_MAX_DAYS}, got {value!r}")
+
+
+def _seeds(_: object, attribute: attrs.Attribute[tuple[int, ...]], value: tuple[int, ...]) -> None:
+    if not isinstance(value, tuple) or not all(is_int(s) for s in value):
+        raise UsageError(
+            f"policy {attribute.name} must be integers within +-{MAX_SAFE_INTEGER}; "
+            "larger seeds are strings"
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -37,11 +59,11 @@ class Policy:
     """``admit``: base misses needed for ``ACCEPT_PREEXISTING`` (``MIN_BASE_MISSES``)."""
     min_seed_budget: int = attrs.field(default=8, validator=_positive)
     """``budget``: fewest committed seeds a run may use."""
-    default_seeds: tuple[int, ...] = DEFAULT_SEEDS
+    default_seeds: tuple[int, ...] = attrs.field(default=DEFAULT_SEEDS, validator=_seeds)
     """``budget``: the seed list used when a run names none."""
     replay_budget: int = attrs.field(default=5, validator=_positive)
     """``classify``: replays a lease needs."""
-    max_lease_days: int = attrs.field(default=14, validator=_positive)
+    max_lease_days: int = attrs.field(default=14, validator=_lease_days)
     """``classify`` and ledger rows: longest lease / row lifetime."""
     max_log_lines: int = attrs.field(default=10_000, validator=_positive)
     """Attempt logs longer than this are refused unread."""
@@ -61,3 +83,40 @@ class Policy:
 
 
 DEFAULT_POLICY = Policy()
+
+
+#: Canonical JSON digest of an empty ``[tool.flakecore]`` table: the defaults.
+EMPTY_TABLE_SHA256 = canonical_json_sha256({})
+
+
+@attrs.frozen(kw_only=True)
+class PolicySource:
+    """Where a decision's policy came from: revision, path, and the digest of the table.
+
+    ``revision`` is the full commit id the table was read from (None: not a
+    git revision, e.g. an explicit file outside the checkout, or the working
+    tree); ``path`` the file it was read from (repository-relative for a
+    revision; None: defaults only).  ``sha256`` is the canonical JSON digest
+    of the parsed ``[tool.flakecore]`` table, so two spellings of one policy
+    agree and any changed value shows.  ``overrides`` names the policy values
+    flags replaced.  ``scored_tree_differs`` is None when nobody compared the
+    scored tree's table with this one.
+    """
+
+    revision: str | None = None
+    path: str | None = None
+    sha256: str = EMPTY_TABLE_SHA256
+    overrides: tuple[str, ...] = ()
+    scored_tree_differs: bool | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """The ``policy_source`` object of a decision record (schemas/decision.v1.json)."""
+        data: dict[str, object] = {
+            "revision": self.revision,
+            "path": self.path,
+            "sha256": self.sha256,
+            "overrides": list(self.overrides),
+        }
+        if self.scored_tree_differs is not None:
+            data["scored_tree_differs"] = self.scored_tree_differs
+        return data

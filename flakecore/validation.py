@@ -15,7 +15,8 @@ Why it is built this way:
 - ``jsonschema`` and ``referencing`` are the optional ``schemas`` extra.  They
   are imported inside the functions that need them, so ``import flakecore``
   (and this module) never imports them, and a missing extra is an
-  :class:`ImportError` that says how to install it.
+  :class:`~flakecore.errors.MissingExtra` (an :class:`ImportError`) that says
+  how to install it.
 - Every schema is registered in a :class:`referencing.Registry` whose
   ``retrieve`` refuses every URI it does not already hold: a ``$ref`` to a
   remote document is refused, never fetched.  The ``$id`` host is in the
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from flakecore.errors import FlakecoreError
+from flakecore.errors import FlakecoreError, MissingExtra
 from flakecore.jsonio import loads_strict
 
 if TYPE_CHECKING:
@@ -71,10 +72,6 @@ SCHEMA_MAJOR: Final = 1
 #: Records name their kind as ``flakecore.<kind>`` in their ``format`` field.
 _FORMAT_PREFIX: Final = "flakecore."
 _SCHEMA_FILE = re.compile(rf"(?P<kind>[a-z][a-z0-9-]*)\.v{SCHEMA_MAJOR}\.json")
-_MISSING_EXTRA = (
-    "flakecore.validation needs the optional 'schemas' extra (jsonschema and referencing): "
-    "pip install 'flakecore[schemas]'"
-)
 #: One problem message stays on one line and within reason, whatever the record holds.
 _MAX_MESSAGE = 300
 
@@ -187,7 +184,7 @@ def _registry() -> Any:
         from referencing.exceptions import NoSuchResource  # noqa: PLC0415
         from referencing.jsonschema import DRAFT202012  # noqa: PLC0415
     except ImportError as exc:
-        raise ImportError(_MISSING_EXTRA, name=exc.name) from exc
+        raise MissingExtra("schemas", needed_by="flakecore.validation", name=exc.name) from exc
 
     def refuse(uri: str) -> Any:
         raise NoSuchResource(ref=uri)  # type: ignore[call-arg,unused-ignore]
@@ -204,7 +201,7 @@ def _validator(kind: str) -> Any:
             Draft202012Validator,
         )
     except ImportError as exc:
-        raise ImportError(_MISSING_EXTRA, name=exc.name) from exc
+        raise MissingExtra("schemas", needed_by="flakecore.validation", name=exc.name) from exc
     schema = _schema(kind)
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema, registry=_registry())
@@ -319,7 +316,7 @@ def validate(record: object, kind: str) -> None:
             best_match,
         )
     except ImportError as exc:  # pragma: no cover - _validator already imported jsonschema
-        raise ImportError(_MISSING_EXTRA, name=exc.name) from exc
+        raise MissingExtra("schemas", needed_by="flakecore.validation", name=exc.name) from exc
     error = best_match(validator.iter_errors(record))
     if error is not None:
         raise SchemaViolation(kind, _Explainer(record, kind)(error)[0])

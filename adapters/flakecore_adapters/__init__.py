@@ -7,20 +7,27 @@ parser is streaming, bounded (:class:`Limits`) and fails closed: anything it
 cannot read is an :class:`~flakecore.errors.InputError` naming the source,
 line and column, never a guess and never a silent pass.
 
+:data:`REPORT_FORMATS` is the one list of formats: each name with its two
+parsers (``Attempt`` objects, or rendered JSON lines).  The API, ``ingest``
+and ``replay --report`` all read it; :func:`sniff` names one of its entries.
+
 The core never imports this package; this package depends on the core.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from typing import BinaryIO
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
+from typing import BinaryIO, Final, Protocol
+
+import attrs
 
 from flakecore.errors import InputError, UsageError
 from flakecore.evidence import Attempt
 from flakecore_adapters import junit, pytest_json, reportlog, tap
 from flakecore_adapters._common import PLAN_ID, SESSION_ID
-from flakecore_adapters._input import FORMATS, Reader, open_report, sniff
+from flakecore_adapters._input import Reader, open_report, sniff
 from flakecore_adapters._limits import DEFAULT_LIMITS, Limits
 from flakecore_adapters._writer import attempt_line, write_jsonl
 
@@ -28,31 +35,78 @@ __all__ = [
     "DEFAULT_LIMITS",
     "FORMATS",
     "PLAN_ID",
+    "REPORT_FORMATS",
     "SESSION_ID",
     "Limits",
+    "ReportFormat",
     "attempt_line",
     "iter_attempts",
     "iter_jsonl",
+    "report_format",
     "sniff",
     "write_jsonl",
 ]
 
-_PARSERS = {
-    "junit": junit.iter_attempts,
-    "pytest-json": pytest_json.iter_attempts,
-    "pytest-reportlog": reportlog.iter_attempts,
-    "tap": tap.iter_attempts,
-}
 
+class _AttemptParser(Protocol):
+    """A format's parser into ``Attempt`` objects, in report order."""
+
+    def __call__(
+        self, reader: Reader, *, limits: Limits, only: str | None = None
+    ) -> Iterator[Attempt]: ...
+
+
+class _LineParser(Protocol):
+    """The same parser rendering attempt records as JSON lines, in batches."""
+
+    def __call__(
+        self, reader: Reader, *, limits: Limits, only: str | None = None, counts: dict[str, int]
+    ) -> Iterator[list[str]]: ...
+
+
+@attrs.frozen
+class ReportFormat:
+    """One report format: its name (the ``format=`` value) and its two parsers."""
+
+    name: str
+    attempts: _AttemptParser
+    lines: _LineParser
+
+
+#: Every format the adapters read, by name.  A new format is one entry here
+#: (and, for ``format="auto"``, one rule in :func:`sniff`).
+REPORT_FORMATS: Final[Mapping[str, ReportFormat]] = MappingProxyType(
+    {
+        f.name: f
+        for f in (
+            ReportFormat("junit", junit.iter_attempts, junit.iter_lines),
+            ReportFormat("pytest-json", pytest_json.iter_attempts, pytest_json.iter_lines),
+            ReportFormat("pytest-reportlog", reportlog.iter_attempts, reportlog.iter_lines),
+            ReportFormat("tap", tap.iter_attempts, tap.iter_lines),
+        )
+    }
+)
+#: The format names, in registry order (``format=`` also takes ``auto``).
+FORMATS: Final = tuple(REPORT_FORMATS)
 
 #: Lines joined into one chunk of bytes (bounds the transient copies).
 _JOIN = 2048
-_LINES = {
-    "junit": junit.iter_lines,
-    "pytest-json": pytest_json.iter_lines,
-    "pytest-reportlog": reportlog.iter_lines,
-    "tap": tap.iter_lines,
-}
+
+
+def report_format(name: str) -> ReportFormat:
+    """The registered format ``name``; a :class:`~flakecore.errors.UsageError` naming them all."""
+    try:
+        return REPORT_FORMATS[name]
+    except KeyError:
+        known = ", ".join(FORMATS)
+        raise UsageError(
+            f"unknown report format {name!r} (expected auto or one of {known})"
+        ) from None
+
+
+def _chosen(format: str) -> ReportFormat | None:
+    """``None`` for ``auto`` (sniffed once the report is open), else the registered format."""
+    return None if format == "auto" else report_format(format)
 
 
 def iter_attempts(
@@ -66,7 +120,7 @@ def iter_attempts(
     """Stream the attempts recorded in one report, in report order.
 
     ``format`` is ``auto`` (decided from the first bytes, never the file
-    name) or one of :data:`FORMATS`.  ``source_name`` names the report in
+    name) or a name in :data:`REPORT_FORMATS`.  ``source_name`` names the report in
     records and errors (default: the path, or the stream's ``name``).
     ``test_id`` keeps only that test's attempts (numbering is unchanged).
     Attempts are numbered 1, 2, 3 per test id in report order; see
@@ -77,15 +131,12 @@ def iter_attempts(
     after some attempts were already yielded: a consumer must treat the
     whole report as unusable then.
     """
-    if format != "auto" and format not in _PARSERS:
-        raise UsageError(f"unknown report format {format!r} (expected auto or one of {FORMATS})")
+    chosen = _chosen(format)
     stream, source, owned = open_report(path_or_stream, source_name)
     try:
         reader = Reader(stream, source=source, max_bytes=limits.max_bytes)
-        name = format
-        if name == "auto":
-            name = sniff(reader.peek(), source=source)
-        yield from _PARSERS[name](reader, limits=limits, only=test_id)
+        fmt = chosen or report_format(sniff(reader.peek(), source=source))
+        yield from fmt.attempts(reader, limits=limits, only=test_id)
     except RecursionError:
         raise InputError("report nested too deeply", source=source) from None
     finally:
@@ -113,16 +164,13 @@ def iter_jsonl(
     Raises like :func:`iter_attempts`, possibly after some chunks were
     yielded: a consumer must then treat the whole report as unusable.
     """
-    if format != "auto" and format not in _LINES:
-        raise UsageError(f"unknown report format {format!r} (expected auto or one of {FORMATS})")
+    chosen = _chosen(format)
     stream, source, owned = open_report(path_or_stream, source_name)
     tally: dict[str, int] = {} if counts is None else counts
     try:
         reader = Reader(stream, source=source, max_bytes=limits.max_bytes)
-        name = format
-        if name == "auto":
-            name = sniff(reader.peek(), source=source)
-        for batch in _LINES[name](reader, limits=limits, only=test_id, counts=tally):
+        fmt = chosen or report_format(sniff(reader.peek(), source=source))
+        for batch in fmt.lines(reader, limits=limits, only=test_id, counts=tally):
             for at in range(0, len(batch), _JOIN):
                 yield "".join(batch[at : at + _JOIN]).encode("ascii")
     except RecursionError:

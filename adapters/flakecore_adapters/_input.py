@@ -13,12 +13,10 @@ from typing import BinaryIO
 
 from flakecore.errors import InputError, LimitError, UsageError
 
-__all__ = ["CHUNK", "FORMATS", "Reader", "check_prefix", "open_report", "sniff"]
+__all__ = ["CHUNK", "Reader", "check_prefix", "open_report", "sniff"]
 
 #: Read size; large enough that per-chunk work is noise, small enough to stay flat.
 CHUNK = 256 * 1024
-#: Formats :func:`flakecore_adapters.iter_attempts` accepts besides ``auto``.
-FORMATS = ("junit", "pytest-json", "pytest-reportlog", "tap")
 SNIFF_BYTES = 64 * 1024
 
 _TAP_START = re.compile(

@@ -8,21 +8,43 @@ traceback, never 0.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 
 from flakecore import __version__
-from flakecore.cli import _attempts, _gate, _ingest, _policies, _replay, _schemas
-from flakecore.cli._common import UsageArgumentParser, die, input_exit
-from flakecore.errors import InputError, UsageError
-from flakecore.exits import EXIT_IOERR, EXIT_NOINPUT, EXIT_SOFTWARE, EXIT_USAGE
+from flakecore.cli import (
+    _attempts,
+    _guard,
+    _ingest,
+    _lease,
+    _ledger,
+    _packet,
+    _policies,
+    _replay,
+    _runner_id,
+    _schemas,
+)
+from flakecore.cli._common import RecordWriteError, UsageArgumentParser, die, input_exit
+from flakecore.errors import InputError, MissingExtra, UsageError
+from flakecore.exits import EXIT_CANTCREAT, EXIT_IOERR, EXIT_NOINPUT, EXIT_SOFTWARE, EXIT_USAGE
 
 __all__ = ["build_parser", "main"]
 
-_VERBS = (_policies, _attempts, _ingest, _schemas, _replay, _gate)
+#: In the order ``--help`` lists them.
+_VERBS = (
+    _policies,
+    _attempts,
+    _ingest,
+    _schemas,
+    _replay,
+    _runner_id,
+    _packet,
+    _lease,
+    _ledger,
+    _guard,
+)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> UsageArgumentParser:
     """The full argument parser (used by ``main`` and by the docs)."""
     parser = UsageArgumentParser(
         prog="flakecore",
@@ -32,7 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog=(
             "Exit codes: 0 accept; small numbers are policy refusals (see each verb's --help); "
-            "64 usage error, 65 unusable input, 66 missing input file, 70 internal error."
+            "64 usage error, 65 unusable input, 66 missing input file, 70 internal error or "
+            "missing extra, 73 an output cannot be created or written, 74 I/O error (also: "
+            "$GITHUB_STEP_SUMMARY not writable), 128+N stopped by signal N (130 for Ctrl-C)."
         ),
     )
     parser.add_argument("--version", action="version", version=f"flakecore {__version__}")
@@ -46,14 +70,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args = parser.parse(argv)
         return int(args.run(args))
     except UsageError as exc:
         return die(f"usage: {exc}", EXIT_USAGE)
+    except RecordWriteError as exc:
+        return die(str(exc), EXIT_CANTCREAT)
     except FileNotFoundError as exc:
         return die(f"{exc.filename}: no such file", EXIT_NOINPUT)
     except InputError as exc:
         return die(str(exc), input_exit(exc))
+    except MissingExtra as exc:
+        return die(str(exc), EXIT_SOFTWARE)
     except KeyboardInterrupt:
         return die("interrupted", 130)
     except BrokenPipeError:

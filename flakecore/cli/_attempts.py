@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from flakecore.attempts import reduce_logs
-from flakecore.cli._common import write_json_line
+from flakecore.cli._output import Output, Result
 from flakecore.exits import ATTEMPTS_EXIT
 
 __all__ = ["register"]
@@ -28,15 +28,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    out = Output.chosen(args, "flakecore attempts")
     summary = reduce_logs(args.logs)
-    if args.json:
-        write_json_line(summary.to_json())
-    else:
-        line = (
-            f"status={summary.status.value} attempts={summary.attempts} "
-            f"misses={summary.misses} files={len(summary.files)}"
-        )
-        if summary.reasons:
-            line += " -- " + "; ".join(summary.reasons)
-        print(line)
-    return ATTEMPTS_EXIT[summary.status]
+    line = (
+        f"status={summary.status.value} attempts={summary.attempts} "
+        f"misses={summary.misses} files={len(summary.files)}"
+    )
+    if summary.reasons:
+        line += " -- " + "; ".join(summary.reasons)
+    out.emit(Result(json=summary.to_json(), text=[line]))
+    return out.finish(ATTEMPTS_EXIT[summary.status])

@@ -1,44 +1,119 @@
-"""Shared CLI plumbing: argument errors, packet input, decision output."""
+"""Shared CLI plumbing: argument errors, packet input, record writes, decision output."""
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib
+import os
 import sys
 from collections.abc import Iterator, Sequence
-from typing import IO, NoReturn
+from types import ModuleType
+from typing import IO, Any, NoReturn
 
 import attrs
 
-from flakecore.errors import InputError, UsageError
+from flakecore.errors import InputError, MissingExtra, UsageError
 from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT, EXIT_OK
+from flakecore.gate.ledger import atomic_write_bytes
 from flakecore.jsonio import MAX_DOCUMENT_BYTES, compact_line, load_object, read_file
 from flakecore.timeutil import parse_rfc3339
 
 __all__ = [
     "Packet",
+    "RecordWriteError",
     "UsageArgumentParser",
+    "adapters",
     "die",
     "first_failure",
+    "flat",
     "input_exit",
     "parse_now",
     "read_packets",
+    "warn",
     "write_json_line",
+    "write_record",
 ]
 
 
 class UsageArgumentParser(argparse.ArgumentParser):
-    """argparse exits 2 on errors, which collides with policy codes; raise instead."""
+    """argparse exits 2 on errors, which collides with policy codes; raise instead.
+
+    Every verb's parser is one of these too (argparse builds subparsers with
+    the parent's class, and names each ``flakecore VERB``).  argparse hands
+    the arguments a verb does not know up to the top-level parser, whose
+    error would name only ``flakecore``; :meth:`parse` refuses them with the
+    parser of the verb that was reading them, recorded as ``verb_parser``.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.set_defaults(verb_parser=self)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}")
 
+    def parse(self, argv: Sequence[str] | None = None) -> argparse.Namespace:
+        """``parse_args``, with unknown arguments refused by the verb that got them."""
+        args, unknown = self.parse_known_args(argv)
+        if unknown:
+            parser = getattr(args, "verb_parser", self)
+            parser.error("unrecognized arguments: " + " ".join(unknown))
+        return args
+
+
+def flat(text: str) -> str:
+    """One line of plain output: whitespace runs (newlines included) become one space."""
+    return " ".join(text.split())
+
+
+def warn(message: str) -> None:
+    """One line on stderr, ``flakecore: <message>`` (flattened: input cannot forge lines)."""
+    print(f"flakecore: {flat(message)}", file=sys.stderr, flush=True)
+
 
 def die(message: str, code: int) -> int:
     """Print one line on stderr and return ``code`` (for ``return die(...)``)."""
-    flat = " ".join(message.split())
-    print(f"flakecore: {flat}", file=sys.stderr)
+    warn(message)
     return code
+
+
+class RecordWriteError(Exception):
+    """A record or output file could not be written or deleted (exit 73, never 0)."""
+
+    def __init__(self, path: str, why: str) -> None:
+        self.path = str(path)
+        super().__init__(f"{path}: cannot write: {why}")
+
+
+def write_record(path: str, data: bytes, *, make_dir: str | None = None) -> None:
+    """Write a record atomically; an OS error becomes :class:`RecordWriteError`."""
+    try:
+        if make_dir is not None:
+            os.makedirs(make_dir, exist_ok=True)
+        atomic_write_bytes(path, data)
+    except OSError as exc:
+        raise RecordWriteError(path, exc.strerror or str(exc)) from None
+
+
+def adapters(needed_by: str, *, report_format: str = "auto") -> ModuleType:
+    """``flakecore_adapters``, imported only by a verb that reads test reports.
+
+    The rest of the CLI works without the ``adapters`` extra; a verb that
+    needs it raises :class:`~flakecore.errors.MissingExtra` (exit 70).  A
+    ``report_format`` other than ``auto`` must be in the adapters' format
+    registry (a usage error naming them otherwise), checked before any work.
+    """
+    try:
+        module = importlib.import_module("flakecore_adapters")
+    except ImportError as exc:
+        raise MissingExtra("adapters", needed_by=needed_by, name=exc.name) from None
+    if report_format != "auto":
+        try:
+            module.report_format(report_format)
+        except UsageError as exc:
+            raise UsageError(f"{needed_by}: --format: {exc}") from None
+    return module
 
 
 @attrs.frozen

@@ -11,7 +11,6 @@ attempts so far) on one line that the summary replaces.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import shutil
 import sys
@@ -22,14 +21,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any, BinaryIO, cast
 
-from flakecore.cli._common import die
+from flakecore.cli._common import adapters, die
 from flakecore.errors import UsageError
-from flakecore.exits import EXIT_DATAERR, EXIT_OK, EXIT_SOFTWARE
-from flakecore.gate._runtime import atomic_file
+from flakecore.exits import EXIT_DATAERR, EXIT_OK
+from flakecore.gate.runtime import atomic_file
 
 __all__ = ["register"]
-
-_FORMATS = ("auto", "junit", "pytest-json", "pytest-reportlog", "tap")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -48,23 +45,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ),
     )
     parser.add_argument("reports", nargs="+", metavar="FILE", help="report file, or - for stdin")
-    parser.add_argument("--format", choices=_FORMATS, default="auto", help="default: auto")
+    parser.add_argument(
+        "--format",
+        default="auto",
+        metavar="FORMAT",
+        help="report format: auto (the default: from the content) or a name the adapters "
+        "register (junit, pytest-json, ...: see docs/adapters.md)",
+    )
     parser.add_argument("--test-id", metavar="ID", help="keep only this test's attempts")
     parser.add_argument("--out", metavar="FILE", help="write here (atomically) instead of stdout")
     parser.set_defaults(run=_run)
-
-
-def _adapters() -> Any:
-    try:
-        return importlib.import_module("flakecore_adapters")
-    except ImportError as exc:
-        raise _MissingExtra(
-            f"ingest needs the adapters (pip install 'flakecore[adapters]'): {exc}"
-        ) from None
-
-
-class _MissingExtra(Exception):
-    """The adapters extra is not installed."""
 
 
 def _write(args: argparse.Namespace, out: BinaryIO, counts: Counter[str]) -> int:
@@ -73,7 +63,7 @@ def _write(args: argparse.Namespace, out: BinaryIO, counts: Counter[str]) -> int
     Uses the adapters' record-free path (``iter_jsonl``): the same bytes as
     ``write_jsonl(iter_attempts(...))``, without building ``Attempt`` objects.
     """
-    iter_jsonl = cast(Callable[..., Iterable[bytes]], _adapters().iter_jsonl)
+    iter_jsonl = cast(Callable[..., Iterable[bytes]], adapters("ingest").iter_jsonl)
     if args.reports.count("-") > 1:
         raise UsageError("ingest: standard input (-) can be read only once")
     progress = _Progress(counts) if sys.stderr.isatty() else None
@@ -150,10 +140,7 @@ class _Progress:
 
 
 def _run(args: argparse.Namespace) -> int:
-    try:
-        _adapters()
-    except _MissingExtra as exc:
-        return die(str(exc), EXIT_SOFTWARE)
+    adapters("ingest", report_format=args.format)  # before anything is written
     counts: Counter[str] = Counter()
     if args.out is not None:
         with atomic_file(Path(args.out)) as fh:

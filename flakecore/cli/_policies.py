@@ -10,25 +10,13 @@ from typing import Any
 from flakecore.admit import admit
 from flakecore.budget import budget
 from flakecore.classify import ClassifyDecision, classify
-from flakecore.cli._common import (
-    Packet,
-    die,
-    first_failure,
-    parse_now,
-    read_packets,
-    write_json_line,
-)
-from flakecore.cli._output import (
-    GithubOutput,
-    SummaryRow,
-    add_config_arguments,
-    add_output_arguments,
-    config_from_args,
-    output_format,
-)
+from flakecore.cli._common import Packet, first_failure, parse_now, read_packets
+from flakecore.cli._config import add_config_arguments, config_from_args
+from flakecore.cli._github import SummaryRow
+from flakecore.cli._output import Output, Result, add_output_arguments, reason_text
 from flakecore.codes import AdmitCode, BudgetCode, ClassifyClass, DecideCode, PolicyName
 from flakecore.decide import decide
-from flakecore.decision import Decision
+from flakecore.decision import DECISION_FORMAT, DECISION_FORMAT_VERSION, Decision
 from flakecore.errors import UsageError
 from flakecore.policy import Policy
 
@@ -157,8 +145,8 @@ def _unreadable(name: PolicyName, packet: Packet) -> dict[str, object]:
     assert packet.error is not None
     code = _UNREADABLE[name]
     return {
-        "format": "flakecore.decision",
-        "format_version": "1.0",
+        "format": DECISION_FORMAT,
+        "format_version": DECISION_FORMAT_VERSION,
         "policy": name.value,
         "code": code.value,
         "exit": packet.error_exit,
@@ -171,13 +159,11 @@ def _unreadable(name: PolicyName, packet: Packet) -> dict[str, object]:
 
 
 def _text(decision: AnyDecision, source: str) -> str:
-    reasons = "; ".join(decision.reasons)
     if isinstance(decision, ClassifyDecision):
         line = decision.summary_line()
-        if decision.lease_reasons:
-            reasons += " (lease: " + "; ".join(decision.lease_reasons) + ")"
     else:
         line = f"exit={decision.exit_code} {decision.policy.value}={decision.code.value}"
+    reasons = reason_text(decision)
     return f"{source}: {line} -- {reasons}" if source else f"{line} -- {reasons}"
 
 
@@ -186,9 +172,8 @@ def _runner(name: PolicyName) -> Callable[[argparse.Namespace], int]:
 
     def run(args: argparse.Namespace) -> int:
         now = parse_now(args.now)
-        fmt = output_format(args)
+        out = Output.chosen(args, f"flakecore {name.value}")
         policy = config_from_args(args).policy
-        github = GithubOutput(f"flakecore {name.value}") if fmt == "github" else None
         if name is PolicyName.CLASSIFY:
             flags_given = any(getattr(args, f, None) is not None for f in _FLAG_FIELDS)
             if flags_given and args.files:
@@ -206,24 +191,15 @@ def _runner(name: PolicyName) -> Callable[[argparse.Namespace], int]:
             if packet.data is None:
                 record = _unreadable(name, packet)
                 exits.append(packet.error_exit)
-                if fmt == "json":
-                    write_json_line(record)
-                elif github is not None:
-                    github.add(_summary_row(record, packet), file=_file_of(packet))
-                else:
-                    die(str(packet.error), packet.error_exit)
+                row = _summary_row(record, packet, packet.error_exit, str(packet.error))
+                out.emit(Result(json=record, stderr=[str(packet.error)], row=row))
                 continue
             decision = judge(packet.data, now, policy)
             exits.append(decision.exit_code)
             record = {**decision.to_json(), "input": packet.source or "flags"}
-            if fmt == "json":
-                write_json_line(record)
-            elif github is not None:
-                github.add(_summary_row(record, packet), file=_file_of(packet))
-            else:
-                print(_text(decision, packet.source), flush=True)
-        exit_code = first_failure(exits)
-        return github.finish(exit_code) if github is not None else exit_code
+            row = _summary_row(record, packet, decision.exit_code, reason_text(decision))
+            out.emit(Result(json=record, text=[_text(decision, packet.source)], row=row))
+        return out.finish(first_failure(exits))
 
     return run
 
@@ -234,16 +210,19 @@ def _file_of(packet: Packet) -> str | None:
     return None if not source or source == "-" or source.startswith("-:") else source
 
 
-def _summary_row(record: Mapping[str, object], packet: Packet) -> SummaryRow:
+def _summary_row(
+    record: Mapping[str, object], packet: Packet, exit_code: int, reason: str
+) -> SummaryRow:
     """A ``--format github`` row: the test named by the packet, else its file."""
     data = packet.data or {}
     test = data.get("test_id", data.get("property_id", ""))
-    reasons = record.get("reasons")
     return SummaryRow(
         test=test if isinstance(test, str) else "",
         policy=str(record["policy"]),
         code=str(record["code"]),
-        reason="; ".join(str(r) for r in reasons) if isinstance(reasons, list) else "",
+        exit=exit_code,
+        reason=reason,
         evidence=packet.source or "flags",
         refused=record.get("accepted") is not True,
+        file=_file_of(packet),
     )

@@ -10,7 +10,6 @@ Ctrl-C still removes the worktree before the process exits.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import shlex
 import subprocess
@@ -19,17 +18,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, cast
 
-from flakecore.cli._common import die, write_json_line
-from flakecore.cli._output import (
-    GithubOutput,
-    SummaryRow,
-    add_config_arguments,
-    config_from_args,
-)
+from flakecore.cli._common import adapters, die
+from flakecore.cli._config import add_config_arguments, config_from_args
+from flakecore.cli._github import SummaryRow
+from flakecore.cli._output import Output, Result, reason_text
+from flakecore.decision import Decision
 from flakecore.errors import UsageError
 from flakecore.evidence import Attempt
-from flakecore.exits import EXIT_CANTCREAT, EXIT_IOERR, EXIT_SOFTWARE
-from flakecore.gate._runtime import Terminated, remove_file, signals_raise
+from flakecore.exits import EXIT_CANTCREAT, EXIT_IOERR
 from flakecore.gate.replay import (
     ExitStatusJudge,
     Judge,
@@ -37,13 +33,16 @@ from flakecore.gate.replay import (
     ReportJudge,
     run_replay,
 )
+from flakecore.gate.runtime import Terminated, adopt_orphans, remove_file, signals_raise
 from flakecore.gate.seedrun import BudgetRunRequest, parse_seeds, run_budget
 
 __all__ = ["register"]
 
 _REPLAY_EPILOG = (
     "COMMAND runs once per attempt in a fresh process, cwd = the base worktree; {seed} in it is "
-    "replaced by --seed. Without --report: exit 0 pass, a --miss-exit-codes status (default 1, "
+    "replaced by --seed. Before the first attempt --setup runs there once, and the COMMAND's "
+    "Python is probed: imports that resolve into this checkout are REJECT_INCOMPLETE. "
+    "Without --report: exit 0 pass, a --miss-exit-codes status (default 1, "
     "pytest's 'tests failed') miss, a timeout timeout, any other status error. "
     "exit: 0 ACCEPT_PREEXISTING (freeze record written to --out), 1 REJECT_INCOMPLETE "
     "(also: git failure, dirty base, unusable report), 2 REJECT_PROPERTY_DRIFT, "
@@ -129,6 +128,12 @@ def _register_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     parser.add_argument(
         "--log", metavar="ATTEMPTS.jsonl", help="attempt log to create (default: a temporary file)"
     )
+    parser.add_argument(
+        "--setup",
+        metavar="'CMD ...'",
+        help="one shell-quoted command run once in the base worktree before the first attempt "
+        "(e.g. build the base its own venv)",
+    )
     _common_run_flags(parser)
     add_config_arguments(parser)
     _github_flag(parser)
@@ -182,6 +187,19 @@ def _miss_codes(text: str) -> frozenset[int]:
     return codes
 
 
+def _shell_words(flag: str, text: str | None) -> tuple[str, ...]:
+    """One shell-quoted string (split with shlex, run without a shell) as argv."""
+    if text is None:
+        return ()
+    try:
+        words = tuple(shlex.split(text))
+    except ValueError as exc:
+        raise UsageError(f"{flag}: {exc}") from None
+    if not words:
+        raise UsageError(f"{flag} is empty")
+    return words
+
+
 def _output_fd() -> int:
     """Where the command's output goes: our stderr, so stdout stays machine-readable."""
     try:
@@ -195,24 +213,12 @@ def _output_fd() -> int:
 _IterAttempts = Callable[..., Iterable[Attempt]]
 
 
-class _MissingExtra(Exception):
-    """``--report`` without the adapters installed (exit 70, like a missing schemas extra)."""
-
-
 def _report_judge(args: argparse.Namespace) -> ReportJudge:
     if args.test_id is None:
         raise UsageError("replay: --report needs --test-id (the one test to read from it)")
-    try:
-        adapters = importlib.import_module("flakecore_adapters")
-    except ImportError as exc:
-        raise _MissingExtra(
-            f"replay: --report needs the adapters (pip install 'flakecore[adapters]'): {exc}"
-        ) from None
-    iter_attempts = cast(_IterAttempts, adapters.iter_attempts)
+    module = adapters("replay --report", report_format=args.format)
+    iter_attempts = cast(_IterAttempts, module.iter_attempts)
     fmt, report, test_id = args.format, args.report, args.test_id
-    formats = tuple(getattr(adapters, "FORMATS", ()))
-    if fmt != "auto" and fmt not in formats:
-        raise UsageError(f"replay: --format {fmt!r}: expected auto or one of {', '.join(formats)}")
 
     def read(path: Path) -> Iterable[Attempt]:
         return iter_attempts(os.fspath(path), format=fmt, source_name=report, test_id=test_id)
@@ -238,21 +244,22 @@ def _github_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _finish(args: argparse.Namespace, verb: str, test: str, evidence: str, decision: Any) -> int:
-    """The exit code, after the GitHub annotation and summary row when ``--github``."""
-    if not args.github:
-        return int(decision.exit_code)
-    github = GithubOutput(f"flakecore {verb}")
-    row = SummaryRow(
+def _output(args: argparse.Namespace, verb: str) -> Output:
+    """``--json`` or text, and with ``--github`` also the annotation and the summary row."""
+    forms = ["json" if args.json else "text"] + (["github"] if args.github else [])
+    return Output(f"flakecore {verb}", *forms)
+
+
+def _row(test: str, evidence: str, decision: Decision[Any]) -> SummaryRow:
+    return SummaryRow(
         test=test,
         policy=decision.policy.value,
         code=decision.code.value,
-        reason="; ".join(decision.reasons),
+        exit=decision.exit_code,
+        reason=reason_text(decision),
         evidence=evidence,
         refused=not decision.accepted,
     )
-    github.add(row)
-    return github.finish(int(decision.exit_code))
 
 
 def _run_replay(args: argparse.Namespace) -> int:
@@ -262,10 +269,7 @@ def _run_replay(args: argparse.Namespace) -> int:
     remove_file(out)
     judge: Judge
     if args.report is not None:
-        try:
-            judge = _report_judge(args)
-        except _MissingExtra as exc:
-            return die(str(exc), EXIT_SOFTWARE)
+        judge = _report_judge(args)
     else:
         judge = ExitStatusJudge(_miss_codes(args.miss_exit_codes))
     request = ReplayRequest(
@@ -283,7 +287,9 @@ def _run_replay(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         seed_env=args.seed_env,
         log=Path(args.log) if args.log is not None else None,
+        setup=_shell_words("--setup", args.setup),
     )
+    adopt_orphans()  # the second line: this process owns everything it starts
     try:
         with signals_raise():
             outcome = run_replay(
@@ -305,29 +311,30 @@ def _run_replay(args: argparse.Namespace) -> int:
     except OSError as exc:
         return die(f"{exc.filename or out}: I/O error: {exc.strerror}", EXIT_IOERR)
     decision = outcome.decision
-    if args.json:
-        write_json_line({**decision.to_json(), "input": "replay", **outcome.to_json()})
-    else:
-        runs = outcome.attempts
-        misses = sum(r.result.value == "miss" for r in runs)
-        line = (
-            f"exit={decision.exit_code} admit={decision.code.value} "
-            f"base_misses={misses}/{len(runs)} -- " + "; ".join(decision.reasons)
+    runs = outcome.attempts
+    misses = sum(r.result.value == "miss" for r in runs)
+    text = [
+        f"exit={decision.exit_code} admit={decision.code.value} "
+        f"base_misses={misses}/{len(runs)} -- {reason_text(decision)}"
+    ]
+    if outcome.freeze is not None:
+        text.append(f"freeze record: {out}")
+    output = _output(args, "replay")
+    output.emit(
+        Result(
+            json={**decision.to_json(), "input": "replay", **outcome.to_json()},
+            text=text,
+            row=_row(args.test_id or args.property_file, args.out, decision),
         )
-        print(line, flush=True)
-        if outcome.freeze is not None:
-            print(f"freeze record: {out}", flush=True)
-    return _finish(args, "replay", args.test_id or args.property_file, args.out, decision)
+    )
+    return output.finish(decision.exit_code)
 
 
 def _run_budget(args: argparse.Namespace) -> int:
     policy = config_from_args(args).policy
     out = Path(args.out)
     remove_file(out)  # a stale observation never stands in for this one
-    try:
-        property_cmd = tuple(shlex.split(args.property_cmd))
-    except ValueError as exc:
-        raise UsageError(f"--property-cmd: {exc}") from None
+    property_cmd = _shell_words("--property-cmd", args.property_cmd)
     request = BudgetRunRequest(
         checkout=Path.cwd(),
         test_id=args.test_id,
@@ -341,6 +348,7 @@ def _run_budget(args: argparse.Namespace) -> int:
         seed_env=args.seed_env,
         miss_exit_codes=_miss_codes(args.miss_exit_codes),
     )
+    adopt_orphans()
     try:
         with signals_raise():
             outcome = run_budget(request, out=out, output=_output_fd(), policy=policy)
@@ -351,19 +359,18 @@ def _run_budget(args: argparse.Namespace) -> int:
     except OSError as exc:
         return die(f"{exc.filename or out}: I/O error: {exc.strerror}", EXIT_IOERR)
     decision = outcome.decision
-    if args.json:
-        write_json_line(
-            {
+    line = f"exit={decision.exit_code} budget={decision.code.value} -- {reason_text(decision)}"
+    output = _output(args, "budget-run")
+    output.emit(
+        Result(
+            json={
                 **decision.to_json(),
                 "input": "budget-run",
                 "packet": outcome.packet,
                 "record": outcome.record,
-            }
+            },
+            text=[line],
+            row=_row(args.test_id, args.out, decision),
         )
-    else:
-        print(
-            f"exit={decision.exit_code} budget={decision.code.value} -- "
-            + "; ".join(decision.reasons),
-            flush=True,
-        )
-    return _finish(args, "budget-run", args.test_id, args.out, decision)
+    )
+    return output.finish(decision.exit_code)

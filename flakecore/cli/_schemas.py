@@ -16,7 +16,8 @@ from collections.abc import Iterator
 import attrs
 
 from flakecore import validation
-from flakecore.cli._common import die, input_exit, write_json_line
+from flakecore.cli._common import die, input_exit
+from flakecore.cli._output import Output, Result
 from flakecore.errors import InputError, LimitError, UsageError
 from flakecore.exits import (
     EXIT_DATAERR,
@@ -152,7 +153,7 @@ def _check(
 def _run_validate(args: argparse.Namespace) -> int:
     try:
         return _validate_files(args)
-    except (ImportError, validation.SchemasMissingError) as exc:
+    except validation.SchemasMissingError as exc:
         return die(str(exc), EXIT_SOFTWARE)
 
 
@@ -161,6 +162,7 @@ def _validate_files(args: argparse.Namespace) -> int:
     if kind is not None and kind not in validation.schema_names():
         known = ", ".join(validation.schema_names())
         raise UsageError(f"--kind: unknown kind {kind!r}; known: {known}")
+    out = Output.chosen(args, "flakecore validate")
     seen: set[int] = set()
     counts = {"valid": 0, "invalid": 0, "unusable": 0}
     for name in args.files:
@@ -169,29 +171,21 @@ def _validate_files(args: argparse.Namespace) -> int:
                 assert unit.error is not None
                 seen.add(input_exit(unit.error))
                 counts["unusable"] += 1
-                if args.json:
-                    write_json_line({"input": unit.where, "valid": False, "error": str(unit.error)})
-                else:
-                    die(str(unit.error), input_exit(unit.error))
+                record = {"input": unit.where, "valid": False, "error": str(unit.error)}
+                out.emit(Result(json=record, stderr=[str(unit.error)]))
                 continue
             used, problems = _check(unit.record, kind)
             seen.add(VALIDATE_INVALID if problems else EXIT_OK)
             counts["invalid" if problems else "valid"] += 1
-            if args.json:
-                write_json_line(
-                    {
-                        "input": unit.where,
-                        "kind": used,
-                        "valid": not problems,
-                        "problems": [attrs.asdict(p) for p in problems],
-                    }
-                )
-            else:
-                for problem in problems:
-                    print(f"{unit.where}: {problem}", flush=True)
-    if not args.json:
-        summary = ", ".join(f"{n} {label}" for label, n in counts.items())
-        print(f"flakecore: validate: {summary}", file=sys.stderr)
+            record = {
+                "input": unit.where,
+                "kind": used,
+                "valid": not problems,
+                "problems": [attrs.asdict(p) for p in problems],
+            }
+            out.emit(Result(json=record, text=[f"{unit.where}: {p}" for p in problems]))
+    summary = ", ".join(f"{n} {label}" for label, n in counts.items())
+    out.emit(Result(stderr=[f"validate: {summary}"]))
     return next((code for code in _SEVERITY if code in seen), EXIT_OK)
 
 

@@ -17,6 +17,13 @@ running on defaults that may be looser than the repository's policy.
 Directory settings are relative to the directory holding the
 ``pyproject.toml`` (the repository root), so a job started in a
 subdirectory finds the same ledger.
+
+The one nested table is ``[tool.flakecore.trust.keys]``: key ids mapped to
+the public keys whose signatures make a record count (``ed25519:<64 hex>``).
+Keys are only ever taken from a *trusted* configuration (the base revision,
+or a file outside the checkout: :mod:`flakecore.gate.policy_source`);
+:func:`load_config`, which reads the working tree the patch wrote, parses
+them strictly and then drops them.
 """
 
 from __future__ import annotations
@@ -31,9 +38,11 @@ from typing import Any, Final
 
 import attrs
 
+from flakecore.digest import canonical_json_sha256
 from flakecore.errors import InputError, UsageError
 from flakecore.jsonio import read_file
-from flakecore.policy import DEFAULT_POLICY, Policy
+from flakecore.policy import DEFAULT_POLICY, Policy, PolicySource
+from flakecore.trust import TrustedKey
 
 __all__ = [
     "CONFIG_KEYS",
@@ -43,14 +52,19 @@ __all__ = [
     "POLICY_KEYS",
     "GateConfig",
     "find_pyproject",
+    "flakecore_table",
     "load_config",
+    "mentions_flakecore",
+    "needs_toml_parser",
     "parse_policy_override",
     "parse_table",
+    "parse_toml",
 ]
 
 DEFAULT_LEDGER_DIR: Final = ".flakecore/ledger"
 DEFAULT_LEASE_DIR: Final = ".flakecore/leases"
-#: Fixture, oracle and test paths the guard watches unless configured.
+#: Fixture, oracle and test paths the guard watches unless configured; test configuration
+#: at any depth too (it decides what a test run means as much as a test body does).
 DEFAULT_FIXTURE_GLOBS: Final = (
     "tests/*",
     "test/*",
@@ -59,17 +73,26 @@ DEFAULT_FIXTURE_GLOBS: Final = (
     "test_*.py",
     "*_test.py",
     "conftest.py",
+    "pyproject.toml",
+    "setup.cfg",
+    "tox.ini",
+    "pytest.ini",
 )
 #: The ``Policy`` fields a configuration may set.
 POLICY_KEYS: Final = tuple(a.name for a in attrs.fields(Policy))
 _PATH_KEYS: Final = ("ledger_dir", "lease_dir")
 _GLOB_KEYS: Final = ("fixture_globs", "ledger_globs")
+_TRUST_KEY: Final = "trust"
 #: Every key ``[tool.flakecore]`` may hold.
-CONFIG_KEYS: Final = (*POLICY_KEYS, *_PATH_KEYS, *_GLOB_KEYS)
+CONFIG_KEYS: Final = (*POLICY_KEYS, *_PATH_KEYS, *_GLOB_KEYS, _TRUST_KEY)
+#: Every key ``[tool.flakecore.trust]`` may hold.
+_TRUST_KEYS: Final = ("keys",)
 
 _TOOL_TABLE = re.compile(rb'^[ \t]*(?:\[[ \t]*)?"?tool"?[ \t]*\.[ \t]*"?flakecore\b', re.MULTILINE)
 _TOOL_HEADER = re.compile(rb'^[ \t]*\[[ \t]*"?tool"?[ \t]*\]', re.MULTILINE)
-_INT = re.compile(r"-?[0-9]+")
+#: At most 16 digits: every value within +-(2**53 - 1) fits, and ``int()`` never
+#: meets a 5,000-digit string (its own limit raises a bare ValueError).
+_INT = re.compile(r"-?[0-9]{1,16}")
 _FLAKECORE_KEY = re.compile(rb'^[ \t]*"?flakecore"?[ \t]*[.=]', re.MULTILINE)
 
 
@@ -77,8 +100,9 @@ _FLAKECORE_KEY = re.compile(rb'^[ \t]*"?flakecore"?[ \t]*[.=]', re.MULTILINE)
 class GateConfig:
     """The settings one run uses, and where they came from.
 
-    ``source`` is the ``pyproject.toml`` read (None: defaults only);
-    ``root`` is the directory relative paths start from.
+    ``source`` says where the table was read (revision, path, digest);
+    ``root`` is the directory relative paths start from.  ``trusted_keys``
+    is empty unless the table came from a trusted configuration.
     """
 
     policy: Policy = DEFAULT_POLICY
@@ -87,8 +111,9 @@ class GateConfig:
     fixture_globs: tuple[str, ...] = DEFAULT_FIXTURE_GLOBS
     ledger_globs: tuple[str, ...] | None = None
     """None: the ledger and lease directories, each followed by ``/*``."""
+    trusted_keys: tuple[TrustedKey, ...] = ()
     root: str = "."
-    source: str | None = None
+    source: PolicySource = attrs.field(factory=PolicySource)
 
     def resolve(self, path: str) -> str:
         """A configured directory as a path usable from the current directory."""
@@ -102,10 +127,19 @@ class GateConfig:
         return tuple(f"{posixpath.normpath(d)}/*" for d in (self.ledger_dir, self.lease_dir))
 
     def with_policy(self, overrides: Mapping[str, Any]) -> GateConfig:
-        """This configuration with some policy numbers replaced (flags beat the file)."""
+        """This configuration with some policy numbers replaced (flags beat the file).
+
+        The source then names the replaced values, so a decision never claims
+        the file's number for a flag's.
+        """
         if not overrides:
             return self
-        return attrs.evolve(self, policy=attrs.evolve(self.policy, **overrides))
+        names = tuple(sorted({*self.source.overrides, *overrides}))
+        return attrs.evolve(
+            self,
+            policy=attrs.evolve(self.policy, **overrides),
+            source=attrs.evolve(self.source, overrides=names),
+        )
 
 
 def _loader() -> Callable[[str], dict[str, Any]] | None:
@@ -140,7 +174,7 @@ def find_pyproject(start: str = ".") -> str | None:
         here = parent
 
 
-def _mentions_flakecore(data: bytes) -> bool:
+def mentions_flakecore(data: bytes) -> bool:
     """Without a TOML parser: does this file (probably) configure flakecore?"""
     if _TOOL_TABLE.search(data):
         return True
@@ -179,19 +213,46 @@ def _globs(key: str, value: object) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _closed_table(value: object, name: str, known: tuple[str, ...]) -> Mapping[str, object]:
+    """``value`` as the table ``[name]``, holding no key outside ``known``."""
+    if not isinstance(value, Mapping):
+        raise UsageError(f"[{name}] must be a table")
+    unknown = sorted(k for k in value if k not in known)
+    if unknown:
+        raise UsageError(f"[{name}] unknown key {unknown[0]!r} (known: {', '.join(known)})")
+    return value
+
+
+def _trust(value: object) -> tuple[TrustedKey, ...]:
+    """``[tool.flakecore.trust]``: only ``keys``, a table of key id -> ``ed25519:<hex>``."""
+    table = _closed_table(value, "tool.flakecore.trust", _TRUST_KEYS).get("keys", {})
+    if not isinstance(table, Mapping):
+        raise UsageError("[tool.flakecore.trust] keys must be a table of key id = 'ed25519:<hex>'")
+    keys = sorted((TrustedKey.parse(k, v) for k, v in table.items()), key=lambda k: k.keyid)
+    seen: dict[str, str] = {}
+    for key in keys:
+        if key.public in seen:
+            raise UsageError(
+                f"[tool.flakecore.trust.keys] {seen[key.public]} and {key.keyid} are one public "
+                "key: one key under two ids would pass for two runners"
+            )
+        seen[key.public] = key.keyid
+    return tuple(keys)
+
+
 def _tname(value: object) -> str:
     return type(value).__name__
 
 
-def parse_table(table: object, *, root: str = ".", source: str | None = None) -> GateConfig:
-    """A configuration from ``[tool.flakecore]``'s contents; :class:`UsageError` names the key."""
-    if not isinstance(table, Mapping):
-        raise UsageError("[tool.flakecore] must be a table")
-    unknown = sorted(k for k in table if k not in CONFIG_KEYS)
-    if unknown:
-        raise UsageError(
-            f"[tool.flakecore] unknown key {unknown[0]!r} (known: {', '.join(CONFIG_KEYS)})"
-        )
+def parse_table(
+    table: object, *, root: str = ".", path: str | None = None, revision: str | None = None
+) -> GateConfig:
+    """A configuration from ``[tool.flakecore]``'s contents; :class:`UsageError` names the key.
+
+    ``path`` and ``revision`` say where the table was read; the source also
+    records the table's canonical JSON digest.
+    """
+    table = _closed_table(table, "tool.flakecore", CONFIG_KEYS)
     policy_values: dict[str, Any] = {}
     for key in POLICY_KEYS:
         if key in table:
@@ -207,6 +268,10 @@ def parse_table(table: object, *, root: str = ".", source: str | None = None) ->
     for key in _GLOB_KEYS:
         if key in table:
             fields[key] = _globs(key, table[key])
+    if _TRUST_KEY in table:
+        fields["trusted_keys"] = _trust(table[_TRUST_KEY])
+    # Every value was checked above, so the table is plain JSON data.
+    source = PolicySource(revision=revision, path=path, sha256=canonical_json_sha256(dict(table)))
     config = GateConfig(policy=policy, root=root, source=source, **fields)
     if config.ledger_dir == config.lease_dir:
         raise UsageError(
@@ -215,11 +280,46 @@ def parse_table(table: object, *, root: str = ".", source: str | None = None) ->
     return config
 
 
+def parse_toml(data: bytes, *, source: str) -> dict[str, Any] | None:
+    """A TOML document, or None when no TOML parser is installed (Python 3.10 without tomli).
+
+    Not UTF-8 or not TOML is an :class:`InputError` naming ``source``.
+    """
+    loads = _loader()
+    if loads is None:
+        return None
+    try:
+        return loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text", source=source) from None
+    except ValueError as exc:
+        raise InputError(f"invalid TOML: {exc}", source=source) from None
+
+
+def flakecore_table(document: Mapping[str, Any]) -> object:
+    """The ``[tool.flakecore]`` value of a parsed pyproject; an empty table when there is none."""
+    tool = document.get("tool", {})
+    if not isinstance(tool, Mapping) or "flakecore" not in tool:
+        return {}
+    return tool["flakecore"]
+
+
+def needs_toml_parser(source: str) -> UsageError:
+    """The error for a ``[tool.flakecore]`` that cannot be read without tomllib or tomli."""
+    return UsageError(
+        f"{source}: reading [tool.flakecore] needs Python 3.11+ (tomllib) or the tomli "
+        "package; install tomli, or pass --no-config to run on defaults and flags"
+    )
+
+
 def load_config(path: str | None = None, *, start: str = ".") -> GateConfig:
     """Read ``[tool.flakecore]`` from ``path``, or from the nearest ``pyproject.toml``.
 
     A missing table means the defaults.  An explicit ``path`` that does not
-    exist is an :class:`InputError` (``no such file``).
+    exist is an :class:`InputError` (``no such file``).  This reads the
+    working tree, which the patch under judgement may have written, so any
+    ``trust`` keys are dropped: verbs that judge a patch read the base
+    revision instead (:func:`flakecore.gate.policy_source.load_trusted_config`).
     """
     explicit = path is not None
     found = path if explicit else find_pyproject(start)
@@ -227,30 +327,19 @@ def load_config(path: str | None = None, *, start: str = ".") -> GateConfig:
         return GateConfig(root=os.path.abspath(start) if start != "." else ".")
     data = read_file(found, 1 << 20)
     root = os.path.dirname(os.path.abspath(found))
-    loads = _loader()
-    if loads is None:
-        if explicit or _mentions_flakecore(data):
-            raise UsageError(
-                f"{found}: reading [tool.flakecore] needs Python 3.11+ (tomllib) or the tomli "
-                "package; install tomli, or pass --no-config to run on defaults and flags"
-            )
+    document = parse_toml(data, source=found)
+    if document is None:
+        if explicit or mentions_flakecore(data):
+            raise needs_toml_parser(found)
         return GateConfig(root=root)
-    try:
-        document = loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text", source=found) from None
-    except ValueError as exc:
-        raise InputError(f"invalid TOML: {exc}", source=found) from None
-    tool = document.get("tool", {})
-    if not isinstance(tool, Mapping) or "flakecore" not in tool:
-        return GateConfig(root=root, source=found)
-    return parse_table(tool["flakecore"], root=root, source=found)
+    config = parse_table(flakecore_table(document), root=root, path=found)
+    return attrs.evolve(config, trusted_keys=())
 
 
 def _ascii_int(name: str, text: str) -> int:
     text = text.strip()
     if _INT.fullmatch(text) is None:
-        raise UsageError(f"--policy {name}: {text!r} is not an integer")
+        raise UsageError(f"--policy {name}: {text[:40]!r} is not an integer of 1-16 digits")
     return int(text)
 
 

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from packets import NOW, classify_report, replays
 
+import flakecore
 from flakecore import ClassifyClass, ClassifyReport, Replay, classify, freeze_allowed
 
 K = ClassifyClass
@@ -139,6 +140,22 @@ def test_typed_report_and_freeze_allowed() -> None:
     )
     assert freeze_allowed(report, now=NOW)
     assert not freeze_allowed(report, now=NOW + dt.timedelta(days=3))
+
+
+@pytest.mark.parametrize(
+    ("owner", "expires_at", "problem"),
+    [
+        ("ci-bot", "2026-12-01T00:00:00Z", None),
+        (" ", "2026-12-01T00:00:00Z", "owner is missing or blank"),
+        ("ci-bot", "2026-11-01T00:00:00Z", "is not after now"),
+        ("ci-bot", "2027-06-01T00:00:00Z", "more than 14 days away"),
+    ],
+)
+def test_lease_window_problems(owner: str, expires_at: str, problem: str | None) -> None:
+    """The owner/expiry window alone; it is not the stored-lease check of ``flakecore.lease``."""
+    found = flakecore.lease_window_problems(owner, expires_at, now=NOW)
+    assert found == [] if problem is None else any(problem in p for p in found), found
+    assert not hasattr(flakecore, "lease_problems"), "one name, one meaning"
 
 
 @given(

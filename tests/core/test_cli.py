@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from packets import NOW_TEXT, admit_packet, budget_packet, classify_report, decide_packet
 
-from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT, EXIT_USAGE
+from flakecore.errors import FlakecoreError, MissingExtra
+from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT, EXIT_SOFTWARE, EXIT_USAGE
 
 
 def run(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
@@ -148,6 +149,27 @@ def test_usage_errors_use_64(args: tuple[str, ...]) -> None:
     assert out.stderr.strip().count(b"\n") == 0
 
 
+@pytest.mark.parametrize(
+    ("args", "prog"),
+    [
+        (
+            ("admit", "--no-such-flag", "x"),
+            b"flakecore admit: unrecognized arguments: --no-such-flag",
+        ),
+        (("decide", "x.json", "--bogus"), b"flakecore decide: unrecognized arguments: --bogus"),
+        (("lease", "show", "f.json", "--bogus"), b"flakecore lease show: unrecognized arguments"),
+        (("ledger", "apply", "p.json", "--x", "1"), b"flakecore ledger apply: unrecognized"),
+        (("guard", "--base", "main", "extra"), b"flakecore guard: unrecognized arguments: extra"),
+        (("frobnicate",), b"flakecore: argument VERB: invalid choice"),
+    ],
+)
+def test_usage_errors_name_the_verb(args: tuple[str, ...], prog: bytes) -> None:
+    out = run(*args)
+    assert out.returncode == EXIT_USAGE
+    assert out.stderr.startswith(b"flakecore: usage: ") and out.stderr.count(b"\n") == 1
+    assert prog in out.stderr, out.stderr
+
+
 def test_classify_flags() -> None:
     out = run(
         "classify", "--property-verdict", "pass", "--pin-status", "match",
@@ -196,4 +218,55 @@ def test_help_and_version() -> None:
     for verb in (b"admit", b"decide", b"budget", b"classify", b"attempts"):
         assert verb in out.stdout
     assert b"64 usage error" in b" ".join(run("admit", "--help").stdout.split())
+    top = b" ".join(out.stdout.split())
+    for code in (b"64 usage", b"65 unusable", b"66 missing", b"70 internal", b"73 ", b"74 "):
+        assert code in top, code
+    assert b"128+N stopped by signal N" in top
     assert run("--version").stdout.startswith(b"flakecore ")
+
+
+def _without_adapters(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    code = (
+        "import sys; sys.modules['flakecore_adapters'] = None; "
+        f"from flakecore.cli import main; raise SystemExit(main({list(args)!r}))"
+    )
+    return subprocess.run(
+        [sys.executable, "-I", "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("ingest", "-"),
+        ("replay", "--base", "HEAD", "--seed", "1", "--property-file", "p", "--epoch-lock", "e",
+         "--claimed-epoch", "d", "--patch-misses", "1", "--out", "f.json", "--no-config",
+         "--report", "r.xml", "--test-id", "t", "--", "true"),
+    ],
+)  # fmt: skip
+def test_a_missing_adapters_extra_exits_70_with_one_line(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    out = _without_adapters(tmp_path, *args)
+    assert out.returncode == EXIT_SOFTWARE
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+    assert f"flakecore: {args[0]}" in out.stderr
+    assert "needs the optional 'adapters' extra" in out.stderr
+    assert "pip install 'flakecore[adapters]'" in out.stderr
+    # The verbs that need no adapters still work without them.
+    report = dump(tmp_path, "c.json", classify_report())
+    assert _without_adapters(tmp_path, "classify", report, "--now", NOW_TEXT).returncode == 4
+
+
+def test_missing_extra_is_one_import_error() -> None:
+    error = MissingExtra("schemas", needed_by="validate", name="jsonschema")
+    assert isinstance(error, ImportError) and isinstance(error, FlakecoreError)
+    assert (error.extra, error.name) == ("schemas", "jsonschema")
+    assert str(error) == (
+        "validate needs the optional 'schemas' extra (jsonschema is not installed): "
+        "pip install 'flakecore[schemas]'"
+    )

@@ -42,6 +42,15 @@ def test_core_modules_never_import_adapters_or_cli() -> None:
             assert found in allowed.get(module.name, set()), (module.name, found)
 
 
+def test_the_cli_imports_no_private_gate_module() -> None:
+    cli = Path(flakecore.__file__).parent / "cli"
+    private = re.compile(r"^\s*(?:from|import)\s+(flakecore\.gate\._\w+)", re.MULTILINE)
+    modules = sorted(cli.glob("*.py"))
+    assert len(modules) > 5
+    for module in modules:
+        assert private.findall(module.read_text()) == [], module.name
+
+
 def test_version_from_metadata_and_py_typed() -> None:
     assert flakecore.__version__ == version("flakecore")
     assert (Path(flakecore.__file__).parent / "py.typed").is_file()

@@ -16,8 +16,8 @@ import pytest
 from flakecore.codes import AttemptFlag, AttemptResult, Outcome
 from flakecore.errors import InputError, UsageError
 from flakecore.evidence import Attempt, Source
-from flakecore.gate._runtime import CommandRun, substitute
 from flakecore.gate.replay import ExitStatusJudge, IncompleteAttempt, ReportJudge
+from flakecore.gate.runtime import CommandRun, substitute
 from flakecore.gate.seedrun import fixture_digest, parse_seeds
 
 pytestmark = pytest.mark.e2e

@@ -104,7 +104,7 @@ def test_load_config_reads_the_file_and_resolves_dirs(tmp_path: Path) -> None:
     path = pyproject(tmp_path / "repo", '[tool.flakecore]\nmax_lease_days = 3\nledger_dir = "l"\n')
     config = load_config(str(path))
     assert config.policy.max_lease_days == 3
-    assert config.source == str(path)
+    assert config.source.path == str(path) and config.source.revision is None
     assert config.resolve(config.ledger_dir) == str(tmp_path / "repo" / "l")
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import attrs
 import pytest
-from packets import budget_packet, decide_packet
+from packets import budget_packet, classify_report, decide_packet
 
-from flakecore.cli._output import (
+from flakecore.cli._github import (
     SummaryRow,
     annotation,
     append_step_summary,
@@ -62,14 +63,22 @@ def test_markdown_cells_cannot_add_columns_or_rows(text: str, cell: str) -> None
 
 
 def test_summary_table() -> None:
-    row = SummaryRow(
-        test="t|1", policy="budget", code="STABLE_FAIL", reason="a\nb", evidence="f", refused=True
+    refused = SummaryRow(
+        test="t|1",
+        policy="budget",
+        code="STABLE_FAIL",
+        exit=5,
+        reason="a\nb",
+        evidence="f",
+        refused=True,
     )
-    text = summary_markdown("flakecore budget", [row])
+    accepted = attrs.evolve(refused, code="FLAKE_CANDIDATE", exit=0, refused=False)
+    text = summary_markdown("flakecore budget", [refused, accepted])
     lines = text.splitlines()
-    assert lines[2] == "| test | policy | code | reason | evidence |"
-    assert lines[3] == "|---|---|---|---|---|"
-    assert lines[4] == "| t\\|1 | budget | STABLE_FAIL | a<br>b | f |"
+    assert lines[2] == "| test | policy | code | verdict | exit | reason | evidence |"
+    assert lines[3] == "|---|---|---|---|---|---|---|"
+    assert lines[4] == "| t\\|1 | budget | STABLE_FAIL | refused | 5 | a<br>b | f |"
+    assert lines[5] == "| t\\|1 | budget | FLAKE_CANDIDATE | accepted | 0 | a<br>b | f |"
     assert text.endswith("\n\n")
 
 
@@ -107,8 +116,32 @@ def test_policy_verb_github_output(tmp_path: Path) -> None:
     table = summary.read_text().splitlines()
     rows = [line for line in table if line.startswith("| ") and not line.startswith("| test |")]
     assert len(rows) == 3
-    assert all(row.count(" | ") == 4 for row in rows), rows
+    assert all(row.count(" | ") == 6 for row in rows), rows
+    assert [row.split(" | ")[3:5] for row in rows] == [
+        ["accepted", "0"],
+        ["refused", "5"],
+        ["refused", "66"],
+    ]
     assert "forged\\|cell" in rows[1] and "<br>" in rows[1]
+
+
+def test_github_rows_carry_the_lease_refusal(tmp_path: Path) -> None:
+    """A FLAKE whose lease is refused says why the lease is refused, not only the class."""
+    summary = tmp_path / "summary.md"
+    files = [
+        dump(tmp_path / "ok.json", classify_report()),
+        dump(tmp_path / "far.json", classify_report(expires_at="2027-06-01T00:00:00Z")),
+    ]
+    done = cli("classify", *files, "--now", NOW_TEXT, "--format", "github", "--no-config",
+               env={"GITHUB_STEP_SUMMARY": str(summary)})  # fmt: skip
+    assert done.returncode == 4, "the first packet's exit: a FLAKE whose lease may open"
+    ok, far = _lines(done.stdout)
+    assert ok.startswith("::notice ") and "more than" not in ok
+    assert far.startswith("::error ") and "expires_at is more than 14 days away" in far
+    rows = _lines(summary.read_text())[3:]  # after the heading, the header and the rule
+    cells = [row.split(" | ") for row in rows]
+    assert [c[3:5] for c in cells] == [["accepted", "4"], ["refused", "6"]]
+    assert "more than 14 days away" in cells[1][5] and "more than" not in cells[0][5]
 
 
 def test_github_without_summary_variable_prints_annotations_only(tmp_path: Path) -> None:

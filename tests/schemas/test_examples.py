@@ -8,6 +8,7 @@ pipeline would.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import re
 import subprocess
@@ -19,8 +20,14 @@ import pytest
 
 import flakecore
 from flakecore import validation
+from flakecore.attestation import statement, statement_bytes
+from flakecore.codes import TrustReason
+from flakecore.digest import canonical_json_sha256
 from flakecore.jsonio import load_object
+from flakecore.policy import PolicySource
+from flakecore.signing import verify_signed
 from flakecore.timeutil import parse_rfc3339
+from flakecore.trust import TrustedKey
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "schemas" / "examples"
@@ -151,6 +158,18 @@ def test_valid_examples_are_what_the_library_emits() -> None:
     assert flakecore.admit(packet).to_json() == decision
     assert flakecore.freeze_record(packet) == _example("freeze-record-preexisting-flake.json")
 
+    sourced = _example("decision-admit-policy-from-base.json")
+    sourced.pop("input")
+    recorded = sourced["policy_source"]
+    assert isinstance(recorded, dict)
+    source = PolicySource(
+        revision=recorded["revision"],
+        path=recorded["path"],
+        sha256=canonical_json_sha256({"attempt_cap": 5, "min_base_misses": 1, "max_lease_days": 7}),
+        scored_tree_differs=True,
+    )
+    assert flakecore.admit(packet).with_policy_source(source).to_json() == sourced
+
     budget = _example("budget-packet-flake-candidate.json")
     row = _example("ledger-row-flake-candidate.json")
     today = dt.date.fromisoformat(str(row["expires_on"])) - flakecore.DEFAULT_POLICY.max_lease
@@ -163,3 +182,21 @@ def test_valid_examples_are_what_the_library_emits() -> None:
     assert isinstance(policy_values, dict)
     now = parse_rfc3339(str(policy_values["now"]))
     assert flakecore.classify(report, now=now).to_json() == verdict
+
+
+#: The public half of the throwaway key that signed ``signed-record-lease.json``
+#: (flakecore.signing.sign_record over ``lease-flake.json``); the private half was discarded.
+EXAMPLE_KEY = TrustedKey.parse(
+    "example-ci", "ed25519:c10b8ec4ac6a8dbde229bc29b342f9761e9048b1cfe52dc2fa9f7048d86a85be"
+)
+
+
+def test_the_signed_example_is_a_real_signature_over_the_example_lease() -> None:
+    lease = _example("lease-flake.json")
+    envelope = (EXAMPLES / "valid" / "signed-record-lease.json").read_bytes()
+    verdict = verify_signed(envelope, keys=[EXAMPLE_KEY], kind="lease", check=lambda r: [])
+    assert verdict.reason is TrustReason.SIGNED, verdict
+    assert verdict.record == lease
+    payload = statement(lease, kind="lease")
+    assert _example("record-statement-lease.json") == payload
+    assert load_object(envelope)["payload"] == base64.b64encode(statement_bytes(payload)).decode()

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 import flakecore
 from flakecore import (
@@ -33,9 +35,12 @@ from flakecore import (
     Outcome,
     PolicyName,
     Source,
+    attestation,
     validation,
 )
 from flakecore.exits import ADMIT_EXIT, BUDGET_EXIT, CLASSIFY_EXIT, DECIDE_EXIT
+from flakecore.gate.config import POLICY_KEYS
+from flakecore.policy import PolicySource
 from flakecore.records import (
     ADMIT_FIELDS,
     BUDGET_FIELDS,
@@ -58,11 +63,17 @@ KINDS = (
     "freeze-record",
     "lease",
     "ledger-row",
+    "record-statement",
+    "signed-record",
 )
 #: Records flakecore writes must name their format; input packets may leave it out.
 EMITTED = ("attempt-record", "attempts-summary", "decision", "freeze-record", "lease", "ledger-row")
 PACKETS = ("admit-packet", "budget-packet", "classify-report", "decide-packet")
 FORMAT_KEYS = {"format", "format_version"}
+#: Foreign formats (in-toto Statement, DSSE envelope): their fields are their standards', not ours.
+FOREIGN = ("record-statement", "signed-record")
+#: The one open object: a Statement's predicate is a record that the referenced schema closes.
+OPEN = {("record-statement", "/properties/predicate")}
 NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
 
 
@@ -140,7 +151,8 @@ def test_every_object_is_closed_and_every_field_documented(kind: str) -> None:
     for where, node in defining_nodes(doc):
         if node.get("type") == "object" or "properties" in node:
             assert node.get("type") == "object", f"{kind}{where}: an object without type"
-            assert node.get("additionalProperties") is False, f"{kind}{where}: not closed"
+            closed = node.get("additionalProperties") is False
+            assert closed is ((kind, where) not in OPEN), f"{kind}{where}: not closed"
             assert node.get("properties"), f"{kind}{where}: a free-form object"
             for name in node.get("required", []):
                 assert name in node["properties"], f"{kind}{where}: requires undefined {name}"
@@ -153,13 +165,17 @@ def test_every_object_is_closed_and_every_field_documented(kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_only_local_refs_and_no_format_keyword(kind: str) -> None:
+def test_refs_stay_in_the_shipped_schemas_and_no_format_keyword(kind: str) -> None:
     for where, node in all_nodes(schema(kind)):
         if not isinstance(node, dict):
             continue
         ref = node.get("$ref")
-        if ref is not None:
-            assert ref.startswith("#/$defs/"), f"{kind}{where}: $ref {ref!r} leaves the file"
+        if ref is not None and not ref.startswith("#/$defs/"):
+            # Only to another shipped schema, by its $id: a runner with the files resolves it.
+            assert ref.removeprefix(validation.SCHEMA_BASE) in {
+                f"{k}.v1.json" for k in KINDS if k != kind
+            }, f"{kind}{where}: $ref {ref!r} leaves the schemas"
+        elif ref is not None:
             assert ref.removeprefix("#/$defs/") in schema(kind)["$defs"]
         # Validators ignore "format" by default, so a rule spelt that way would be no rule.
         assert "format" not in node, f"{kind}{where}"
@@ -205,7 +221,7 @@ def test_the_blank_class_is_pythons_whitespace() -> None:
         assert (ch.strip() == "") is (re.search(pattern, ch) is None)
 
 
-@pytest.mark.parametrize("kind", [k for k in KINDS if k != "attempt-line"])
+@pytest.mark.parametrize("kind", [k for k in KINDS if k not in ("attempt-line", *FOREIGN)])
 def test_format_fields(kind: str) -> None:
     doc, fields = schema(kind), props(kind)
     assert fields["format"]["const"] == f"flakecore.{kind}"
@@ -215,6 +231,20 @@ def test_format_fields(kind: str) -> None:
         assert required >= FORMAT_KEYS
     else:
         assert not required & FORMAT_KEYS
+
+
+def test_signed_records_use_the_cores_names() -> None:
+    """The envelope and Statement constants, and the kinds a predicate may be, are the core's."""
+    assert props("signed-record")["payloadType"]["const"] == attestation.PAYLOAD_TYPE
+    assert props("record-statement")["_type"]["const"] == attestation.STATEMENT_TYPE
+    assert props("record-statement")["predicateType"]["const"] == attestation.PREDICATE_TYPE
+    predicate = props("record-statement")["predicate"]
+    kinds = list(attestation.SIGNABLE_KINDS)
+    assert predicate["properties"]["format"]["enum"] == [f"flakecore.{k}" for k in kinds]
+    referenced = [rule["then"]["$ref"] for rule in predicate["allOf"]]
+    assert referenced == [validation.schema_id(k) for k in kinds if k in KINDS]
+    items = props("signed-record")["signatures"]
+    assert items["maxItems"] == attestation.MAX_SIGNATURES
 
 
 def test_attempt_line_is_exactly_seed_n_result() -> None:
@@ -248,7 +278,7 @@ def test_emitted_record_fields_are_what_the_core_writes() -> None:
     assert set(source) == {a.name for a in Source.__attrs_attrs__}
     summary = flakecore.reduce_logs([]).to_json()
     assert set(props("attempts-summary")) == set(summary)
-    decision = flakecore.classify({}, now=NOW).to_json()
+    decision = flakecore.classify({}, now=NOW).with_policy_source(PolicySource()).to_json()
     # The CLI adds where the packet came from and any input error; the verbs
     # that gather evidence themselves (replay, budget-run) add what they saw.
     cli = {"input", "error", "packet", "replay", "record"}
@@ -267,6 +297,8 @@ def test_enums_equal_the_core_enums() -> None:
     assert props("attempts-summary")["status"]["enum"] == values(LogStatus)
     assert list(props("attempts-summary")["results"]["properties"]) == values(AttemptResult)
     assert props("decision")["policy"]["enum"] == values(PolicyName)
+    overrides = props("decision")["policy_source"]["properties"]["overrides"]["items"]["enum"]
+    assert overrides == list(POLICY_KEYS)
     every = {c.value for e in (AdmitCode, DecideCode, BudgetCode, ClassifyClass) for c in e}
     assert set(props("decision")["code"]["enum"]) == every
     assert props("lease")["class"]["const"] == ClassifyClass.FLAKE.value
@@ -334,3 +366,77 @@ def test_schema_files_are_plain_ascii_json() -> None:
         assert raw.isascii(), path.name
         assert raw.endswith(b"\n") and not raw.startswith(b"\xef\xbb\xbf")
         json.loads(raw)
+
+
+MAX_SAFE = 2**53 - 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_number_is_bounded_for_javascript(kind: str) -> None:
+    """SPEC 8: every integer and number is within +-(2**53 - 1), so Ajv and Python read one value."""
+    for where, node in all_nodes(schema(kind)):
+        if not isinstance(node, dict):
+            continue
+        types = node.get("type")
+        types = types if isinstance(types, list) else [types]
+        if "integer" in types or "number" in types:
+            low, high = node.get("minimum"), node.get("maximum")
+            assert isinstance(low, int) and low >= -MAX_SAFE, f"{kind}{where}: no minimum"
+            assert isinstance(high, int) and high <= MAX_SAFE, f"{kind}{where}: no maximum"
+        if "const" in node or "enum" in node:
+            values = node.get("enum", [node.get("const")])
+            assert all(not isinstance(v, int) or abs(v) <= MAX_SAFE for v in values), where
+
+
+IDENTITY_FIELDS = {
+    "lease": ("owner", "accepted_by", "patch_author"),
+    "classify-report": ("owner",),
+}
+RUNNER_FIELDS = {"lease": ("replay_host",), "decide-packet": ("local_runner_id", "clean_runner_id")}
+
+
+def test_identity_and_runner_fields_use_the_shared_definitions() -> None:
+    for kind, names in IDENTITY_FIELDS.items():
+        for name in names:
+            assert props(kind)[name]["$ref"] == "#/$defs/identity", (kind, name)
+    for kind, names in RUNNER_FIELDS.items():
+        for name in names:
+            assert props(kind)[name]["$ref"] == "#/$defs/runnerId", (kind, name)
+    identity_users = {k for k in KINDS if "identity" in schema(k).get("$defs", {})}
+    assert identity_users == set(IDENTITY_FIELDS)
+
+
+def _identity_pattern() -> str:
+    pattern = schema("lease")["$defs"]["identity"]["pattern"]
+    assert isinstance(pattern, str)
+    return pattern
+
+
+@given(st.text())
+@example("bot\n")
+@example("   ")
+@example("\uff42ot")
+def test_the_identity_pattern_is_the_core_rule(text: str) -> None:
+    """One rule in two places: $defs/identity and flakecore.identity agree on every text."""
+    from flakecore.identity import is_identity
+
+    assert (re.search(_identity_pattern(), text) is not None) is is_identity(text)
+
+
+def test_the_runner_id_pattern_is_the_core_grammar() -> None:
+    from flakecore.identity import is_runner_id
+
+    pattern = schema("lease")["$defs"]["runnerId"]["pattern"]
+    local = "img:sha256:" + "a" * 64 + "+nonce:0123456789abcdef"
+    for text in (
+        local,
+        "img:" + "b" * 64 + "+nonce:0123456789abcdef",
+        "img:local-uncontainerized+nonce:0123456789abcdef",
+        local.upper(),
+        local + "\n",
+        " " + local,
+        local.replace("img", "\uff49mg"),
+        "img:local\u2010uncontainerized+nonce:0123456789abcdef",
+        "img:ubuntu:24.04+nonce:0123456789abcdef",
+    ):
+        assert (re.search(pattern, text) is not None) is is_runner_id(text), repr(text)

@@ -158,8 +158,14 @@ def test_a_missing_extra_says_how_to_install_it() -> None:
     block = "import sys; sys.modules['jsonschema'] = None; sys.modules['referencing'] = None; "
     out = _python(block + "from flakecore import validation; validation.is_valid({}, 'lease')")
     assert out.returncode != 0
-    assert "ImportError" in out.stderr
+    assert "flakecore.errors.MissingExtra" in out.stderr
     assert "pip install 'flakecore[schemas]'" in out.stderr
+    caught = _python(
+        block + "from flakecore import validation\n"
+        "try:\n    validation.is_valid({}, 'lease')\n"
+        "except ImportError as exc:\n    print(type(exc).__name__, exc.extra)"
+    )
+    assert caught.stdout.strip() == "MissingExtra schemas", caught.stderr
     # Schemas themselves are still readable without the extra.
     out = _python(
         block + "from flakecore import validation; print(len(validation.load_schema('lease')))"

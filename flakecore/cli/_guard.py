@@ -1,0 +1,99 @@
+"""``flakecore guard``: fail closed when one diff touches fixtures/tests and ledger/lease files.
+
+A patch that edits a test and freezes it in the same diff is exactly what
+the gate exists to stop; exit 9 when the diff couples them, 66 when git
+cannot say what the diff is.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from flakecore.cli._common import flat
+from flakecore.cli._config import add_config_arguments, config_from_args
+from flakecore.cli._github import SummaryRow
+from flakecore.cli._output import Output, Result, add_output_arguments
+from flakecore.exits import EXIT_GUARD_TRIPPED, EXIT_NOINPUT, EXIT_OK
+from flakecore.gate.guard import GitError, run_guard
+
+__all__ = ["register"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``guard`` verb."""
+    parser = sub.add_parser(
+        "guard",
+        help="fail when one diff touches both fixture/oracle/test files and ledger/lease files",
+        description=(
+            "Read 'git diff --name-only BASE...HEAD' and fail closed when it names both a "
+            "fixture/oracle/test path and a ledger/lease path. Globs use fnmatch on the "
+            "repository-relative path ('*' crosses '/'); a glob without '/' also matches the "
+            "file name at any depth. Flags replace the configured globs."
+        ),
+        epilog=(
+            f"exit: 0 the diff does not couple them; {EXIT_GUARD_TRIPPED} it does; 64 usage; "
+            "66 git failed (not a repository, unknown base, no merge base, git missing)"
+        ),
+    )
+    parser.add_argument("--base", required=True, metavar="REF")
+    parser.add_argument("--fixture-glob", action="append", metavar="GLOB", default=None)
+    parser.add_argument("--ledger-glob", action="append", metavar="GLOB", default=None)
+    parser.add_argument("--repo", default=".", metavar="DIR", help="repository (default: .)")
+    add_output_arguments(parser)
+    add_config_arguments(parser, policy=False)
+    parser.set_defaults(run=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    out = Output.chosen(args, "flakecore guard")
+    config = config_from_args(args, start=args.repo)
+    fixture_globs = tuple(args.fixture_glob) if args.fixture_glob else config.fixture_globs
+    ledger_globs = tuple(args.ledger_glob) if args.ledger_glob else config.effective_ledger_globs
+    try:
+        result = run_guard(
+            args.repo,
+            args.base,
+            fixture_globs=fixture_globs,
+            ledger_globs=ledger_globs,
+            ledger_dirs=(config.ledger_dir, config.lease_dir),
+        )
+    except GitError as exc:
+        message = f"guard: cannot read the diff: {exc}"
+        row = SummaryRow(
+            test="",
+            policy="guard",
+            code="GIT_FAILED",
+            exit=EXIT_NOINPUT,
+            reason=message,
+            evidence=args.repo,
+            refused=True,
+        )
+        record = {"base": args.base, "tripped": None, "error": message}
+        out.emit(Result(json=record, stderr=[message], row=row))
+        return out.finish(EXIT_NOINPUT)
+    exit_code = EXIT_GUARD_TRIPPED if result.tripped else EXIT_OK
+    if result.tripped:
+        reason = (
+            "one diff touches fixture/oracle/test paths ("
+            + ", ".join(result.fixture_paths)
+            + ") and ledger/lease paths ("
+            + ", ".join(result.ledger_paths)
+            + "): fail closed"
+        )
+    else:
+        reason = (
+            f"{len(result.paths)} changed paths: {len(result.fixture_paths)} fixture/oracle/test, "
+            f"{len(result.ledger_paths)} ledger/lease"
+        )
+    row = SummaryRow(
+        test="",
+        policy="guard",
+        code="TRIPPED" if result.tripped else "OK",
+        exit=exit_code,
+        reason=reason,
+        evidence=f"git diff {args.base}...HEAD",
+        refused=result.tripped,
+    )
+    text = f"guard: {'TRIPPED' if result.tripped else 'ok'} -- {flat(reason)}"
+    out.emit(Result(json={**result.to_json(), "exit": exit_code}, text=[text], row=row))
+    return out.finish(exit_code)

@@ -1,0 +1,132 @@
+"""``flakecore ledger apply``: the seed-budget ledger, one row per test id, one file per row.
+
+``FLAKE_CANDIDATE`` writes (replaces) the row, ``STABLE_PASS`` deletes it,
+every other code leaves the ledger untouched; a row that cannot be written
+or deleted exits 73, never 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+
+from flakecore.cli._common import RecordWriteError, first_failure, flat, input_exit, parse_now
+from flakecore.cli._config import add_config_arguments, config_from_args
+from flakecore.cli._github import SummaryRow
+from flakecore.cli._output import Output, Result, add_output_arguments
+from flakecore.errors import InputError, UsageError
+from flakecore.exits import EXIT_OK
+from flakecore.gate.ledger import apply_budget, read_record, utc_today
+
+__all__ = ["register"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``ledger`` verbs."""
+    ledger = sub.add_parser(
+        "ledger",
+        help="apply a seed-budget decision to the ledger (SPEC 3.3)",
+        description="The seed-budget ledger: one row per test id, one file per row.",
+    )
+    verbs = ledger.add_subparsers(dest="ledger_verb", metavar="ACTION", required=True)
+    apply = verbs.add_parser(
+        "apply",
+        help="run budget; FLAKE_CANDIDATE writes the row, STABLE_PASS deletes it",
+        description=(
+            "Run budget on each packet. FLAKE_CANDIDATE writes (replaces) the row for its test "
+            "id; STABLE_PASS deletes it; every other code leaves the ledger untouched."
+        ),
+        epilog=(
+            "exit: budget's exit (0 FLAKE_CANDIDATE, 1 INSUFFICIENT_BUDGET, 2 PROPERTY_MISS, "
+            "3 FIXTURE_DRIFT, 5 STABLE_FAIL, 6 STABLE_PASS); 1 also for a FLAKE_CANDIDATE "
+            "without opened_against (no row can be written); 64 usage, 65 unusable packet, "
+            "66 missing file, 73 the row could not be written or deleted"
+        ),
+    )
+    apply.add_argument("packets", nargs="+", metavar="BUDGET_PACKET.json")
+    apply.add_argument("--dir", metavar="LEDGER_DIR", help="default: ledger_dir from the config")
+    when = apply.add_mutually_exclusive_group()
+    when.add_argument("--today", metavar="YYYY-MM-DD", help="UTC date the row's expiry counts from")
+    when.add_argument("--now", metavar="RFC3339", help="evaluation time (its UTC date is used)")
+    add_output_arguments(apply)
+    add_config_arguments(apply)
+    apply.set_defaults(run=_run_apply)
+
+
+def _today(args: argparse.Namespace) -> dt.date:
+    if args.today is not None:
+        text = args.today
+        if len(text) != 10 or not text.isascii():
+            raise UsageError(f"--today {text!r} is not a YYYY-MM-DD date")
+        try:
+            return dt.date.fromisoformat(text)
+        except ValueError:
+            raise UsageError(f"--today {text!r} is not a YYYY-MM-DD date") from None
+    return utc_today(parse_now(args.now))
+
+
+def _run_apply(args: argparse.Namespace) -> int:
+    out = Output.chosen(args, "flakecore ledger apply")
+    config = config_from_args(args)
+    today = _today(args)
+    directory = args.dir or config.resolve(config.ledger_dir)
+    exits: list[int] = []
+    for path in args.packets:
+        try:
+            packet = read_record(path)
+        except InputError as exc:
+            exits.append(input_exit(exc))
+            out.emit(_unreadable(path, exc, exits[-1]))
+            continue
+        try:
+            action = apply_budget(directory, packet, today=today, policy=config.policy)
+        except OSError as exc:
+            raise RecordWriteError(exc.filename or directory, exc.strerror or str(exc)) from None
+        code = action.decision.exit_code
+        if action.action == "refused":
+            code = 1
+        exits.append(code)
+        target = f" {action.path}" if action.path and action.action != "untouched" else ""
+        text = (
+            f"{path}: exit={code} budget={action.decision.code.value} "
+            f"ledger={action.action}{target} -- {flat(action.note)}"
+        )
+        row = SummaryRow(
+            test=action.test_id or "",
+            policy="budget",
+            code=action.decision.code.value,
+            exit=code,
+            reason="; ".join((*action.decision.reasons, f"ledger {action.action}: {action.note}")),
+            evidence=path,
+            refused=code != EXIT_OK,
+            file=path,
+        )
+        out.emit(
+            Result(json={**action.to_json(), "input": path, "exit": code}, text=[text], row=row)
+        )
+    return out.finish(first_failure(exits))
+
+
+def _unreadable(path: str, error: InputError, code: int) -> Result:
+    """A packet that cannot be read: a refusal row, and the ledger left untouched."""
+    record = {
+        "test_id": None,
+        "action": "untouched",
+        "path": None,
+        "row": None,
+        "note": "ledger untouched: the packet cannot be read",
+        "input": path,
+        "exit": code,
+        "error": str(error),
+    }
+    row = SummaryRow(
+        test="",
+        policy="budget",
+        code="INSUFFICIENT_BUDGET",
+        exit=code,
+        reason=str(error),
+        evidence=path,
+        refused=True,
+        file=path,
+    )
+    return Result(json=record, stderr=[f"{error} (ledger untouched)"], row=row)

@@ -1,0 +1,98 @@
+"""``flakecore packet``: assemble the ``decide`` packet from the local and clean run records.
+
+A field a run record does not prove is left out, never copied from the
+other run, so ``decide`` refuses what the records do not show.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from flakecore.cli._common import flat, warn, write_record
+from flakecore.cli._config import add_config_arguments, config_from_args
+from flakecore.cli._github import SummaryRow
+from flakecore.cli._output import Output, Result, add_output_arguments, reason_text
+from flakecore.decide import decide
+from flakecore.errors import InputError
+from flakecore.exits import EXIT_OK
+from flakecore.gate.ledger import read_record, record_bytes
+from flakecore.gate.vote import assemble_packet, run_record_problems
+
+__all__ = ["register"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``packet`` verb."""
+    parser = sub.add_parser(
+        "packet",
+        help="assemble the 13-field decide packet from the local and clean run records",
+        description=(
+            "Assemble the clean-runner packet (SPEC 3.2) from two run records. A field a run "
+            "record does not prove is left out, never copied from the other run: a clean run "
+            "that did not echo its fixture or input hash makes decide say CLEAN_RUN_UNAVAILABLE."
+        ),
+        epilog=(
+            "exit: 0 packet assembled (with --decide: decide's exit, 0 eligible, 2 missing field, "
+            "3 evidence disagrees, 4 clean run unavailable); 64 usage, 65 unusable run record, "
+            "66 missing file, 73 the output could not be written"
+        ),
+    )
+    parser.add_argument("--test-id", required=True, metavar="ID")
+    parser.add_argument("--patch-hash", required=True, metavar="H")
+    parser.add_argument("--oracle-version", required=True, metavar="V")
+    parser.add_argument("--local", required=True, metavar="RUN.json", help="local run record")
+    parser.add_argument("--clean", required=True, metavar="RUN.json", help="clean run record")
+    parser.add_argument("--out", metavar="PACKET.json", help="write the packet here (atomically)")
+    parser.add_argument("--decide", action="store_true", help="also judge the packet with decide")
+    add_output_arguments(parser)
+    add_config_arguments(parser)
+    parser.set_defaults(run=_run)
+
+
+def _read_run(path: str, args: argparse.Namespace) -> dict[str, object]:
+    record = read_record(path)
+    problems = run_record_problems(
+        record, test_id=args.test_id, patch_hash=args.patch_hash, oracle_version=args.oracle_version
+    )
+    if problems:
+        raise InputError("unusable run record: " + "; ".join(problems), source=path)
+    return record
+
+
+def _run(args: argparse.Namespace) -> int:
+    out = Output.chosen(args, "flakecore packet")
+    config = config_from_args(args)
+    local = _read_run(args.local, args)
+    clean = _read_run(args.clean, args)
+    assembly = assemble_packet(
+        local,
+        clean,
+        test_id=args.test_id,
+        patch_hash=args.patch_hash,
+        oracle_version=args.oracle_version,
+    )
+    if args.out:
+        write_record(args.out, record_bytes(assembly.packet))
+    for field, why in assembly.omitted:
+        warn(f"packet: left out {field}: {why}")
+    record = {**assembly.to_json(), "out": args.out}
+    written = f"packet: wrote {args.out}" if args.out else record_bytes(assembly.packet).decode()
+    if not args.decide:
+        out.emit(Result(json=record, text=[written.rstrip("\n")]))
+        return out.finish(EXIT_OK)
+    decision = decide(assembly.packet, policy=config.policy)
+    reasons = reason_text(decision)
+    record["decision"] = {**decision.to_json(), "input": args.out or "packet"}
+    line = f"exit={decision.exit_code} decide={decision.code.value} -- {flat(reasons)}"
+    row = SummaryRow(
+        test=args.test_id,
+        policy="decide",
+        code=decision.code.value,
+        exit=decision.exit_code,
+        reason=reasons,
+        evidence=args.out or f"{args.local}, {args.clean}",
+        refused=not decision.accepted,
+        file=args.out,
+    )
+    out.emit(Result(json=record, text=[written.rstrip("\n"), line], row=row))
+    return out.finish(decision.exit_code)

@@ -1,0 +1,159 @@
+"""Policy from the trusted revision (SPEC 8): ``[tool.flakecore]`` from base, not the working tree.
+
+The patch under judgement can edit ``pyproject.toml`` like any other file:
+``attempt_cap = 1000`` farms a base miss, ``max_lease_days = 100000`` makes
+a lease permanent, an empty ``fixture_globs`` disarms the guard.  So a verb
+that judges a patch reads the table from the base commit through git
+(``git cat-file`` of base's blob, no filters), and a verb without a base
+reads an explicit file that lies *outside* the checkout.  Either way the
+configuration carries its :class:`~flakecore.policy.PolicySource` (revision,
+path, canonical digest of the table) for every decision to record, and
+:func:`compare_scored_table` says whether the scored tree's own table
+differs from the one used.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from pathlib import Path
+from typing import Final
+
+import attrs
+
+from flakecore.attestation import Untrusted
+from flakecore.digest import canonical_json_sha256
+from flakecore.errors import InputError, LimitError, UsageError
+from flakecore.gate.basetrust import read_in_checkout
+from flakecore.gate.config import (
+    GateConfig,
+    flakecore_table,
+    mentions_flakecore,
+    needs_toml_parser,
+    parse_table,
+    parse_toml,
+)
+from flakecore.gate.worktree import read_object, repo_toplevel, resolve_commit, tree_entry
+from flakecore.jsonio import read_file
+from flakecore.policy import EMPTY_TABLE_SHA256
+from flakecore.trust import inside
+
+__all__ = [
+    "PYPROJECT",
+    "compare_scored_table",
+    "load_outside_config",
+    "load_trusted_config",
+    "scored_table_reason",
+]
+
+#: Where the table lives, relative to the repository top, unless CI says otherwise.
+PYPROJECT: Final = "pyproject.toml"
+_MAX_CONFIG_BYTES: Final = 1 << 20
+
+
+def _relative(path: str) -> str:
+    norm = posixpath.normpath(path)
+    if not path or norm.startswith("/") or norm == "." or norm.split("/")[0] == "..":
+        raise UsageError(f"{path!r}: the policy file must be a path inside the repository")
+    return norm
+
+
+def load_trusted_config(repo: Path, base: str, *, path: str = PYPROJECT) -> GateConfig:
+    """``[tool.flakecore]`` as the base commit holds it, with trust keys; never the working tree.
+
+    ``path`` is relative to the repository top (a monorepo names its
+    package's file; the patch cannot move it, because CI chooses it).  A
+    base without the file, or without the table, means the defaults, and
+    the source still names the revision.  Directories in the table are
+    relative to that file's directory in the checkout.  A base entry that
+    is a link or a submodule is refused.
+    """
+    top = repo_toplevel(repo)
+    sha = resolve_commit(top, base)
+    name = _relative(path)
+    root = str(top / posixpath.dirname(name)) if posixpath.dirname(name) else str(top)
+    where = f"{sha[:12]}:{name}"
+    entry = tree_entry(top, sha, name)
+    if entry is None:
+        return parse_table({}, root=root, path=name, revision=sha)
+    if not entry.is_file:
+        kind = "a symbolic link" if entry.mode == "120000" else f"a {entry.type}"
+        raise InputError(
+            f"{kind} in base: the policy is read only from a regular file", source=where
+        )
+    if entry.size is not None and entry.size > _MAX_CONFIG_BYTES:
+        raise LimitError(f"larger than {_MAX_CONFIG_BYTES} bytes", source=where)
+    data = read_object(top, entry.oid)
+    document = parse_toml(data, source=where)
+    if document is None:
+        if mentions_flakecore(data):
+            raise needs_toml_parser(where)
+        return parse_table({}, root=root, path=name, revision=sha)
+    return parse_table(flakecore_table(document), root=root, path=name, revision=sha)
+
+
+def load_outside_config(path: str, *, checkout: str | os.PathLike[str]) -> GateConfig:
+    """``[tool.flakecore]`` from a file CI provides, which must lie outside the scored checkout.
+
+    For verbs that have no base (``lease check`` without ``--base``).  A file
+    inside ``checkout`` -- as written or through a symbolic link -- is a
+    usage error: the patch could have written it.  Directories in the table
+    are relative to ``checkout``, where the records are.
+    """
+    if inside(path, checkout):
+        raise UsageError(
+            f"{path}: the configuration is inside the scored checkout, where the patch could "
+            "have written it; use the base revision or a file outside the checkout"
+        )
+    found = os.path.abspath(path)
+    data = read_file(found, _MAX_CONFIG_BYTES + 1)
+    if len(data) > _MAX_CONFIG_BYTES:
+        raise LimitError(f"larger than {_MAX_CONFIG_BYTES} bytes", source=found)
+    document = parse_toml(data, source=found)
+    if document is None:
+        raise needs_toml_parser(found)
+    return parse_table(flakecore_table(document), root=os.path.realpath(checkout), path=found)
+
+
+def _scored_sha256(top: Path, name: str) -> str | None:
+    """The digest of the scored tree's table; None when it cannot be one a policy could be."""
+    if not os.path.lexists(top / name):
+        return EMPTY_TABLE_SHA256  # no file: no table, the defaults
+    try:
+        data = read_in_checkout(top, name, limit=_MAX_CONFIG_BYTES)
+        document = parse_toml(data, source=name)
+    except (InputError, Untrusted):
+        return None  # unreadable, not TOML, a link or a submodule: not the file base reviewed
+    if document is None:  # no TOML parser: only a file that never names flakecore compares
+        return None if mentions_flakecore(data) else EMPTY_TABLE_SHA256
+    try:
+        return canonical_json_sha256(flakecore_table(document))
+    except (TypeError, ValueError):
+        return None  # TOML dates and times have no JSON form: not a valid table either
+
+
+def compare_scored_table(config: GateConfig, *, checkout: Path) -> GateConfig:
+    """``config`` with ``source.scored_tree_differs`` set, for a table read from a revision.
+
+    The scored tree's table differs when its canonical digest is not the
+    base table's, and also when it is not readable as one (not TOML, a
+    link, a submodule).  Configurations not read from a revision come back
+    unchanged: there is no base table to compare with.
+    """
+    source = config.source
+    if source.revision is None or source.path is None:
+        return config
+    top = repo_toplevel(checkout)
+    differs = _scored_sha256(top, source.path) != source.sha256
+    return attrs.evolve(config, source=attrs.evolve(source, scored_tree_differs=differs))
+
+
+def scored_table_reason(config: GateConfig) -> str | None:
+    """The line a verb prints when the scored tree's table differs from base's (else None)."""
+    source = config.source
+    if not source.scored_tree_differs or source.revision is None:
+        return None
+    return (
+        f"the scored tree's [tool.flakecore] ({source.path}) differs from base "
+        f"{source.revision[:12]}'s; the base's policy was used"
+    )

@@ -1,0 +1,386 @@
+"""Running one command under test, contained; signals as exceptions; atomic writes.
+
+Both gate procedures (the base replay and the seed-budget run) start the
+command under test the same way, and both must leave nothing behind when they
+are stopped: SIGTERM's default action kills Python without running a single
+``finally`` block, so a CI cancel would strand a git worktree.  Hence
+:func:`signals_raise` (a signal becomes an exception, cleanup runs) and
+:func:`signals_deferred` (a second signal cannot cut the cleanup short).
+
+Every attempt ends completely before anything reads its result (SPEC 8):
+:func:`run_command` starts the command under its own reaper process
+(:mod:`flakecore.gate._reaper`), which is the subreaper of the attempt and
+kills and reaps every descendant -- also one that called ``setsid()`` or
+forked twice -- before it reports the exit status.  A verb that owns its
+process (the CLI) also calls :func:`adopt_orphans`, so that flakecore itself
+is the second line: whatever a reaper that was killed left behind is
+re-parented to flakecore and ended after the attempt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import BinaryIO
+
+import attrs
+
+from flakecore.gate import _reaper
+
+__all__ = [
+    "WEAK_CONTAINMENT",
+    "CommandRun",
+    "Terminated",
+    "adopt_orphans",
+    "atomic_file",
+    "atomic_write",
+    "child_env",
+    "remove_file",
+    "run_command",
+    "signals_deferred",
+    "signals_raise",
+    "substitute",
+]
+
+#: Signals that stop a run; each becomes an exception while :func:`signals_raise` is active.
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: Variables that point git at another repository; a replay must see only its worktree.
+_GIT_REDIRECTS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+)
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived.
+
+    A ``BaseException`` (like ``KeyboardInterrupt``) so that no ``except
+    Exception`` on the way swallows it: it must unwind to the caller, running
+    every ``finally`` (worktree removal) on the way.
+    """
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(f"terminated by {signal.Signals(signum).name}")
+
+
+def _raise(signum: int, _frame: FrameType | None) -> None:
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise Terminated(signum)
+
+
+@contextlib.contextmanager
+def signals_raise() -> Iterator[None]:
+    """While active, SIGINT raises ``KeyboardInterrupt``, SIGTERM/SIGHUP raise :class:`Terminated`.
+
+    Only the main thread can own signal handlers; elsewhere this does nothing
+    (the caller's own handling applies).  The previous handlers come back on exit.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, _raise) for sig in _STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold stop signals until the block ends, so a second Ctrl-C cannot cut cleanup short.
+
+    A signal that arrives meanwhile is delivered (and raises) when the block
+    ends, after the cleanup it would have interrupted.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+@attrs.frozen(kw_only=True)
+class CommandRun:
+    """How one execution of the command under test ended."""
+
+    argv: tuple[str, ...]
+    """The command as run (placeholders substituted)."""
+    returncode: int | None
+    """Exit status; negative for a signal; None when it timed out or never started."""
+    timed_out: bool
+    """Killed (with its whole process group) at the per-attempt timeout."""
+    duration_s: float
+    """Wall-clock seconds from start to exit."""
+    start_error: str | None = None
+    """Why the command could not start at all (not found, not executable)."""
+    survivors: tuple[int, ...] = ()
+    """Processes of the attempt that could not be ended (containment failed)."""
+    contained: str = "subreaper"
+    """How the attempt was ended: ``subreaper`` (every descendant), ``process-group``
+    (no subreaper on this platform), or ``lost`` (its reaper was killed, and no
+    second line caught what it left)."""
+
+    @property
+    def weakly_contained(self) -> bool:
+        """Only the process group was ended (no subreaper here): a reason must say so."""
+        return self.contained == "process-group" and self.start_error is None
+
+    @property
+    def containment_failure(self) -> str | None:
+        """Why this attempt may still be running somewhere (None: it ended completely)."""
+        if self.survivors:
+            pids = ", ".join(str(p) for p in self.survivors[:5])
+            return (
+                f"{len(self.survivors)} process(es) the attempt started could not be ended "
+                f"(pid {pids}): the attempt did not end completely"
+            )
+        if self.contained == "lost":
+            return (
+                "the attempt's reaper was killed before it reported: processes the attempt "
+                "started may still be running"
+            )
+        return None
+
+    def describe(self) -> str:
+        """A few words for reasons and logs: ``exit 1``, ``timeout after 3.0 s``..."""
+        if self.start_error is not None:
+            return f"could not start: {self.start_error}"
+        if self.timed_out:
+            return f"timeout after {self.duration_s:.1f} s"
+        assert self.returncode is not None
+        if self.returncode < 0:
+            return f"killed by signal {-self.returncode}"
+        return f"exit {self.returncode}"
+
+
+def substitute(argv: Sequence[str], **values: str) -> tuple[str, ...]:
+    """Replace ``{name}`` by ``values[name]`` in every argument.
+
+    Plain text replacement, not ``str.format``: other braces in a command
+    (shell snippets, JSON) are left exactly as given.
+    """
+    out: list[str] = []
+    for arg in argv:
+        text = arg
+        for name, value in values.items():
+            text = text.replace("{" + name + "}", value)
+        out.append(text)
+    return tuple(out)
+
+
+def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Our environment without variables that would point git at another repository."""
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_REDIRECTS}
+    env.update(extra or {})
+    return env
+
+
+#: The note a decision carries when its attempts could only be ended by process group.
+WEAK_CONTAINMENT = (
+    "attempts were ended by process group only (no subreaper on this platform): "
+    "a descendant that left the group may have outlived its attempt"
+)
+#: The reaper, run as a script: ``python -I -S`` never reads the command's environment.
+_REAPER = os.path.join(os.path.dirname(os.path.abspath(_reaper.__file__)), "_reaper.py")
+#: How long a reaper may take past the attempt's timeout before it is killed itself.
+_REAPER_GRACE_S = 30.0
+#: Set by :func:`adopt_orphans`: this process is the second-line subreaper.
+_second_line = False
+#: Reapers running now; the second-line sweep never enters their subtrees.
+_live: set[int] = set()
+
+
+def adopt_orphans() -> bool:
+    """Make this process the subreaper of everything it starts (second line of containment).
+
+    Only for a process flakecore owns (the CLI calls it): after each attempt,
+    every process below this one that is not under a running reaper is
+    killed, whoever started it.  Returns False where that is impossible
+    (not Linux); the reapers' own containment still applies.
+    """
+    global _second_line  # noqa: PLW0603 - one process-wide switch, like the prctl itself
+    _second_line = _second_line or _reaper.become_subreaper()
+    return _second_line
+
+
+def _sweep() -> tuple[int, ...]:
+    """The second line: end what a reaper that died left re-parented to us."""
+    if not _second_line:
+        return ()
+    return tuple(_reaper.end_descendants(os.getpid(), skip=frozenset(_live), any_child=False))
+
+
+def _stop_reaper(proc: subprocess.Popen[bytes]) -> None:
+    """Ask the reaper to end its attempt (SIGTERM); kill it if it does not within the grace."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.terminate()
+    try:
+        proc.wait(timeout=_REAPER_GRACE_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def _read_status(fd: int) -> dict[str, object] | None:
+    chunks: list[bytes] = []
+    while chunk := os.read(fd, 65536):
+        chunks.append(chunk)
+        if sum(map(len, chunks)) > 1 << 20:
+            return None
+    try:
+        status = json.loads(b"".join(chunks))
+    except ValueError:
+        return None
+    return status if isinstance(status, dict) else None
+
+
+def _ended(
+    args: tuple[str, ...], status: dict[str, object] | None, elapsed: float, *, hung: bool
+) -> CommandRun:
+    """The run as the reaper reported it, plus what the second-line sweep found.
+
+    ``hung``: the reaper itself outlived the timeout and was stopped (a timeout).
+    """
+    swept = _sweep()
+    if status is None:  # the reaper was killed: only the second line can have ended the rest
+        return CommandRun(
+            argv=args,
+            returncode=None,
+            timed_out=hung,
+            duration_s=elapsed,
+            start_error=None if hung else "the attempt's reaper ended without a report",
+            survivors=swept,
+            contained="subreaper" if _second_line else "lost",
+        )
+    code, duration = status.get("returncode"), status.get("duration_s")
+    left, error = status.get("survivors"), status.get("start_error")
+    survivors = tuple(p for p in left if type(p) is int) if isinstance(left, list) else ()
+    return CommandRun(
+        argv=args,
+        returncode=code if type(code) is int else None,
+        timed_out=hung or status.get("timed_out") is True,
+        duration_s=float(duration) if isinstance(duration, (int, float)) else elapsed,
+        start_error=error if isinstance(error, str) else None,
+        survivors=survivors + swept,
+        contained=str(status.get("contained", "process-group")),
+    )
+
+
+def _reaper_argv(status_fd: int, timeout_s: float | None) -> list[str]:
+    timeout = "" if timeout_s is None else repr(float(timeout_s))
+    return [sys.executable, "-I", "-S", _REAPER, str(status_fd), str(os.getpid()), timeout, "--"]
+
+
+def run_command(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    timeout_s: float | None,
+    env: Mapping[str, str] | None = None,
+    output: int = subprocess.DEVNULL,
+) -> CommandRun:
+    """Run ``argv`` once under its own reaper; return only when every process of it is gone.
+
+    ``output`` receives the command's stdout and stderr (a file descriptor;
+    the CLI passes its own stderr so its stdout stays machine-readable).  The
+    reaper kills the attempt at ``timeout_s``; if anything interrupts the wait
+    (a signal turned into an exception), the reaper is told to end the
+    attempt, and the exception goes on only after it has.
+    """
+    args = tuple(argv)
+    start = time.monotonic()
+    read_end, write_end = os.pipe()
+    try:
+        try:
+            proc = subprocess.Popen(
+                [*_reaper_argv(write_end, timeout_s), *args],
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=output,
+                start_new_session=True,
+                pass_fds=(write_end,),
+            )
+        except OSError as exc:
+            return CommandRun(
+                argv=args,
+                returncode=None,
+                timed_out=False,
+                duration_s=time.monotonic() - start,
+                start_error=f"cannot start the attempt in {cwd}: {exc.strerror or exc}",
+            )
+        finally:
+            os.close(write_end)
+        _live.add(proc.pid)
+        hung = False
+        try:
+            # The reaper keeps the timeout; this wait only guards against a reaper that hangs.
+            proc.wait(timeout=None if timeout_s is None else timeout_s + _REAPER_GRACE_S)
+        except subprocess.TimeoutExpired:
+            hung = True
+            _stop_reaper(proc)
+        except BaseException:
+            with signals_deferred():
+                _stop_reaper(proc)
+                _live.discard(proc.pid)
+                _sweep()
+            raise
+        finally:
+            _live.discard(proc.pid)
+        return _ended(args, _read_status(read_end), time.monotonic() - start, hung=hung)
+    finally:
+        os.close(read_end)
+
+
+def remove_file(path: Path) -> None:
+    """Delete ``path`` if it is there (a stale record must never be inherited)."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+
+
+@contextlib.contextmanager
+def atomic_file(path: Path) -> Iterator[BinaryIO]:
+    """A file readers see whole or not at all: written beside ``path``, renamed on success.
+
+    On any exception (or Ctrl-C) the temporary file is removed and ``path``
+    keeps its old content.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        remove_file(tmp)
+        raise
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (see :func:`atomic_file`)."""
+    with atomic_file(path) as fh:
+        fh.write(data)

@@ -1,0 +1,1 @@
+"""Trust boundary tests: policy from the base revision, base-only trust, signed records."""
