@@ -1,4 +1,4 @@
-"""Append-only attempt logs and their strict reducer (SPEC 2).
+"""Append-only attempt logs and their strict reducer (README.md, evidence primitives).
 
 A log is never rewritten: a rewrite can drop a pass and keep a miss, which
 manufactures an acceptance.  So the writer only appends whole lines, and the
@@ -16,19 +16,29 @@ from pathlib import Path
 import attrs
 
 from flakecore._fields import is_int, is_seed
+from flakecore._wording import plural
 from flakecore.codes import AttemptResult, LogStatus
-from flakecore.errors import InputError
+from flakecore.errors import InputError, MissingInputError
+from flakecore.files import open_append, open_stream
 from flakecore.jsonio import compact_line, load_object
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import Seed
 
-__all__ = ["MAX_LINE_BYTES", "AttemptWriter", "LogSummary", "reduce_logs"]
+__all__ = ["MAX_LINE_BYTES", "AttemptWriter", "LogSummary", "append_line", "reduce_logs"]
 
 _LINE_KEYS = frozenset({"seed", "n", "result"})
 _RESULTS = frozenset(r.value for r in AttemptResult)
 _WHITESPACE = frozenset(b" \t\r\n\x0b\x0c")
 #: An honest attempt line is ~60 bytes; a longer one is refused unread.
 MAX_LINE_BYTES = 4096
+
+
+def append_line(fd: int, line: bytes, path: str | os.PathLike[str]) -> None:
+    """One whole line in one ``write`` to an ``O_APPEND`` descriptor, fsynced before returning."""
+    written = os.write(fd, line)
+    if written != len(line):
+        raise OSError(f"{os.fspath(path)}: short write ({written} of {len(line)} bytes)")
+    os.fsync(fd)
 
 
 @attrs.frozen(kw_only=True)
@@ -73,29 +83,45 @@ class AttemptWriter:
     Each line is one ``O_APPEND`` write, flushed and fsynced before
     :meth:`append` returns, so a crash leaves at most one truncated last line
     (which the reducer refuses) and never a reordered one.  The file is
-    created exclusively: a second writer on the same file is an error.
+    created exclusively and never through a symlink: a second writer on the
+    same file, or any existing name, is ``FileExistsError``.
+
+    With ``hold=False`` no descriptor is held between lines: each
+    :meth:`append` opens the file again (append-only, a regular file, never
+    through a symlink), for a process that writes one log per test and would
+    otherwise run out of descriptors (the pytest plugin).
     """
 
-    def __init__(self, path: str | os.PathLike[str], seed: Seed) -> None:
+    def __init__(self, path: str | os.PathLike[str], seed: Seed, *, hold: bool = True) -> None:
         if not is_seed(seed):
             raise TypeError("seed must be a str or an int within +-(2**53 - 1)")
         self.path = Path(path)
         self.seed = seed
         self._n = 0
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        self._hold = hold
+        self._closed = False
+        self._fd = open_append(self.path, new=True)
+        if not hold:
+            os.close(self._fd)
+            self._fd = -1
 
     def append(self, result: AttemptResult) -> int:
         """Record one started attempt; returns its number ``n``."""
+        if self._closed:
+            raise ValueError(f"{self.path}: the attempt log is closed")
         self._n += 1
         line = compact_line({"seed": self.seed, "n": self._n, "result": result.value})
-        written = os.write(self._fd, line)
-        if written != len(line):
-            raise OSError(f"{self.path}: short write ({written} of {len(line)} bytes)")
-        os.fsync(self._fd)
+        fd = self._fd if self._hold else open_append(self.path, new=False)
+        try:
+            append_line(fd, line, self.path)
+        finally:
+            if not self._hold:
+                os.close(fd)
         return self._n
 
     def close(self) -> None:
         """Close the file; no more lines can be appended."""
+        self._closed = True
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
@@ -168,8 +194,10 @@ def reduce_logs(
     Each file is checked on its own (numbered from 1) and the counts are
     summed; every file must carry the same seed.  The reducer only counts:
     whether the count is within the attempt cap is ``admit``'s question.
-    Unreadable files raise :class:`~flakecore.errors.InputError`; everything
-    else wrong is an ``INCOMPLETE`` summary.
+    Files are opened through :mod:`flakecore.files`: a missing one raises
+    :class:`~flakecore.errors.MissingInputError`, a FIFO, device or escaping
+    symlink :class:`~flakecore.errors.UnusableInputError`; everything else
+    wrong is an ``INCOMPLETE`` summary.
     """
     names = tuple(os.fspath(p) for p in paths)
     attempts = misses = 0
@@ -192,7 +220,7 @@ def reduce_logs(
     limit = policy.max_log_lines
     for name in names:
         try:
-            with open(name, "rb") as fh:
+            with open_stream(name) as fh:
                 expected_n = 1
                 while raw := fh.readline(MAX_LINE_BYTES + 1):
                     number = expected_n
@@ -203,7 +231,8 @@ def reduce_logs(
                         )
                     if attempts >= limit:
                         return summary(
-                            LogStatus.INCOMPLETE, f"{name}: more than {limit} lines (policy limit)"
+                            LogStatus.INCOMPLETE,
+                            f"{name}: more than {plural(limit, 'line')} (policy limit)",
                         )
                     if not raw.endswith(b"\n"):
                         return summary(
@@ -231,8 +260,6 @@ def reduce_logs(
                     return summary(LogStatus.INCOMPLETE, f"{name}: empty log")
         except _Refusal as refusal:
             return summary(LogStatus.INCOMPLETE, refusal.reason)
-        except FileNotFoundError:
-            raise InputError("no such file", source=name) from None
         except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror}", source=name) from None
+            raise MissingInputError(f"cannot read: {exc.strerror}", source=name) from None
     return summary(LogStatus.COMPLETE)

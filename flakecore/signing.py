@@ -1,7 +1,7 @@
 """Sign records and verify signed records, with securesystemslib (the ``sign`` extra).
 
 A record that the diff under judgement adds or changes counts only when a
-key the *trusted* configuration names signed it (SPEC 8, docs/trust.md).
+key the *trusted* configuration names signed it (docs/trust.md).
 The envelope is DSSE over an in-toto Statement v1 (:mod:`flakecore.attestation`),
 so in-toto tooling verifies it too.  The cryptography is securesystemslib's
 (``CryptoSigner``, ``SSlibKey``, ``securesystemslib.dsse.Envelope``; ed25519
@@ -39,7 +39,8 @@ from flakecore.attestation import (
 )
 from flakecore.codes import TrustReason
 from flakecore.errors import InputError, MissingExtra, UsageError
-from flakecore.jsonio import loads_strict, read_file
+from flakecore.files import read_bytes
+from flakecore.jsonio import loads_strict
 from flakecore.trust import KEY_ID, TrustedKey, TrustVerdict, inside, refused
 
 __all__ = [
@@ -110,7 +111,7 @@ def _key_bytes(
                 f"{key_file}: the signing key is inside the scored checkout, where the patch "
                 "could have written it; CI keeps keys outside it (a secret, a file it creates)"
             )
-        return read_file(key_file, _MAX_KEY_BYTES + 1), key_file
+        return read_bytes(key_file, _MAX_KEY_BYTES), key_file
     assert key_env is not None
     text = os.environ.get(key_env, "")
     if not text.strip():

@@ -2,10 +2,11 @@
 
 One file per test id, named by the sha256 of the test id (``<64 hex>.json``):
 a test id is untrusted text (``../../etc``, NUL, a thousand characters), so
-it never becomes a path.  Files are replaced atomically (temporary file,
-fsync, rename), so a reader sees the old record or the new one, never half.
+it never becomes a path.  Files are read and replaced through
+:mod:`flakecore.files` (regular files only, bounded; atomic writes through a
+random temporary file), so a reader sees the old record or the new one, never half.
 
-The ledger follows SPEC 3.3: a ``FLAKE_CANDIDATE`` writes the row for its
+The ledger follows ``budget`` (docs/policies.md): a ``FLAKE_CANDIDATE`` writes the row for its
 test id (replacing the previous one: only a new observation carries
 evidence), ``STABLE_PASS`` deletes it, every other code leaves the ledger
 untouched.  An expired row is absent; nothing here renews anything.
@@ -19,26 +20,27 @@ malformed or rebound record instead of trusting that it was fine once.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import re
-import secrets
 from collections.abc import Mapping
 from typing import Final
 
 import attrs
 
 from flakecore._fields import MISSING, is_nonblank
-from flakecore.budget import BudgetDecision, budget, budget_verdict, ledger_row
+from flakecore._wording import plural
+from flakecore.budget import BudgetDecision, budget, ledger_row
 from flakecore.codes import BudgetCode, DecideCode
 from flakecore.decide import decide
-from flakecore.errors import InputError, UsageError
-from flakecore.gate.seedrun import BUDGET_RUN_FORMAT, observation_packet
+from flakecore.errors import InputError, MissingInputError
+from flakecore.files import read_bytes, write_atomic
+from flakecore.gate.seedrun import budget_evidence
 from flakecore.gate.vote import DECIDE_PACKET_FORMAT
-from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object, read_file
+from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object
 from flakecore.lease import LEASE_FORMAT, format_version_ok, lease_problems
 from flakecore.policy import DEFAULT_POLICY, Policy
+from flakecore.testids import id_digest
 
 __all__ = [
     "DECIDE_PACKET_FORMAT",
@@ -47,7 +49,6 @@ __all__ = [
     "LedgerAction",
     "RecordCheck",
     "apply_budget",
-    "atomic_write_bytes",
     "check_directory",
     "check_record",
     "read_record",
@@ -78,11 +79,7 @@ _RECORD_NAME = re.compile(r"[0-9a-f]{64}\.json")
 
 def record_file_name(test_id: str) -> str:
     """``sha256(test_id as UTF-8)`` in hex, plus ``.json``: never a path built from the id."""
-    try:
-        data = test_id.encode("utf-8")
-    except UnicodeEncodeError:
-        raise UsageError("test id is not valid Unicode text") from None
-    return hashlib.sha256(data).hexdigest() + ".json"
+    return id_digest(test_id) + ".json"
 
 
 def utc_today(now: dt.datetime) -> dt.date:
@@ -99,45 +96,9 @@ def utc_today(now: dt.datetime) -> dt.date:
         return dt.date.max if offset is not None and offset < dt.timedelta(0) else dt.date.min
 
 
-def atomic_write_bytes(path: str, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so a reader sees the old file or the new, never half.
-
-    The temporary file is created exclusively next to the target (a
-    dot-file, which the checker skips), fsynced, renamed over the target,
-    and the directory is fsynced so the rename survives a crash.
-    """
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(directory)
-
-
-def _fsync_dir(directory: str) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
-
-
 def read_record(path: str) -> dict[str, object]:
     """One stored record, through the strict JSON reader; :class:`InputError` when unusable."""
-    return load_object(read_file(path, MAX_DOCUMENT_BYTES + 1), source=path)
+    return load_object(read_bytes(path, MAX_DOCUMENT_BYTES), source=path)
 
 
 def _parse_date(value: object) -> dt.date | None:
@@ -197,8 +158,8 @@ def row_problems(row: object, *, today: dt.date, policy: Policy = DEFAULT_POLICY
             problems.append(f"expired: expires_on {expires.isoformat()} is not after {today}")
         elif expires - today > policy.max_lease:  # subtract: adding overflows past 9999
             problems.append(
-                f"expires_on {expires.isoformat()} is more than {policy.max_lease_days} days "
-                "away: a row that long is a permanent freeze"
+                f"expires_on {expires.isoformat()} is more than "
+                f"{plural(policy.max_lease_days, 'day')} away: so long a row is a permanent freeze"
             )
     return list(dict.fromkeys(problems))
 
@@ -325,11 +286,11 @@ def check_directory(
     try:
         names = sorted(os.listdir(directory))
     except FileNotFoundError:
-        raise InputError("no such file or directory", source=directory) from None
+        raise MissingInputError("no such file or directory", source=directory) from None
     except NotADirectoryError:
-        raise InputError("cannot read: not a directory", source=directory) from None
+        raise MissingInputError("cannot read: not a directory", source=directory) from None
     except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=directory) from None
+        raise MissingInputError(f"cannot read: {exc.strerror}", source=directory) from None
     checks: list[RecordCheck] = []
     for name in names:
         if name.startswith("."):
@@ -389,6 +350,7 @@ class LedgerAction:
     action: str
     test_id: str | None
     path: str | None
+    """The row's file: written, deleted, or kept; None when no such file is or was there."""
     row: dict[str, object] | None
     note: str
 
@@ -411,33 +373,27 @@ def apply_budget(
     today: dt.date,
     policy: Policy = DEFAULT_POLICY,
 ) -> LedgerAction:
-    """Run :func:`flakecore.budget` on ``packet`` and change the ledger as SPEC 3.3 says.
+    """Run :func:`flakecore.budget` on ``packet`` and change the ledger (docs/policies.md).
 
     ``packet`` is a budget packet, or the ``budget.json`` that ``budget-run``
-    wrote: then the code is recomputed from the record's own runs first
-    (:func:`~flakecore.gate.seedrun.observation_packet`), and a packet that
-    disagrees with them is refused (``INSUFFICIENT_BUDGET``, nothing changes).
-    The directory is created when missing.  Only ``FLAKE_CANDIDATE`` writes
-    and only ``STABLE_PASS`` deletes; a process error (``INSUFFICIENT_BUDGET``)
-    and every rejecting code leave every file as it was.
+    wrote, as it is (:func:`~flakecore.gate.seedrun.budget_evidence`: its
+    packet counts only when it agrees with the record's own runs; otherwise
+    the packet is refused and nothing changes).  The directory is created
+    when missing.  Only ``FLAKE_CANDIDATE`` writes and only ``STABLE_PASS``
+    deletes; a process error (``INSUFFICIENT_BUDGET``) and every rejecting
+    code leave every file as it was.
     """
-    if isinstance(packet, Mapping) and packet.get("format") == BUDGET_RUN_FORMAT:
-        verified, problems = observation_packet(packet)
-        if verified is None:
-            test_id = packet.get("test_id")
-            return LedgerAction(
-                decision=budget_verdict(
-                    BudgetCode.INSUFFICIENT_BUDGET,
-                    *(f"the record disagrees with its own runs: {p}" for p in problems),
-                    policy=policy,
-                ),
-                action="refused",
-                test_id=test_id if isinstance(test_id, str) else None,
-                path=None,
-                row=None,
-                note="ledger untouched: the packet's summary is not what its recorded runs give",
-            )
-        packet = verified
+    packet, refused = budget_evidence(packet, policy=policy)
+    if refused is not None:
+        test_id = packet.get("test_id")
+        return LedgerAction(
+            decision=refused,
+            action="refused",
+            test_id=test_id if isinstance(test_id, str) else None,
+            path=None,
+            row=None,
+            note="ledger untouched: the packet's summary is not what its recorded runs give",
+        )
     decision = budget(packet, policy=policy)
     test_id = packet.get("test_id") if isinstance(packet, Mapping) else None
     if decision.code is BudgetCode.FLAKE_CANDIDATE:
@@ -455,7 +411,7 @@ def apply_budget(
         os.makedirs(directory, exist_ok=True)
         path = os.path.join(directory, record_file_name(test_id))
         replaced = os.path.lexists(path)
-        atomic_write_bytes(path, record_bytes(row))
+        write_atomic(path, record_bytes(row))
         return LedgerAction(
             decision=decision,
             action="wrote",
@@ -483,7 +439,7 @@ def apply_budget(
                 decision=decision,
                 action="untouched",
                 test_id=test_id,
-                path=path,
+                path=None,
                 row=None,
                 note="no row for this test to delete",
             )
@@ -496,7 +452,8 @@ def apply_budget(
             note="stable pass: the row for this test is deleted",
         )
     note = f"ledger untouched: {decision.code.value} opens no row"
-    if os.path.lexists(path):
+    stored = os.path.lexists(path)
+    if stored:
         try:
             existing: dict[str, object] | None = read_record(path)
         except InputError:
@@ -506,7 +463,12 @@ def apply_budget(
         else:
             note += " (the stored row for this test stays until it expires)"
     return LedgerAction(
-        decision=decision, action="untouched", test_id=test_id, path=path, row=None, note=note
+        decision=decision,
+        action="untouched",
+        test_id=test_id,
+        path=path if stored else None,
+        row=None,
+        note=note,
     )
 
 

@@ -1,4 +1,4 @@
-"""The base replay of SPEC 3.1, run for real: worktree, attempts, digests, ``admit``.
+"""The base replay (docs/gate.md), run for real: worktree, attempts, digests, ``admit``.
 
 ``admit`` judges a replay record; this module *produces* one, so a CI job
 never scripts the procedure by hand (and never gets it subtly wrong):
@@ -40,14 +40,14 @@ from flakecore.admit import AdmitDecision, admit, admit_verdict, freeze_record
 from flakecore.attempts import AttemptWriter, LogSummary, reduce_logs
 from flakecore.codes import AdmitCode, AttemptResult, Outcome
 from flakecore.digest import file_sha256, is_digest
-from flakecore.errors import FlakecoreError, InputError, UsageError
+from flakecore.errors import FlakecoreError, InputError, MissingInputError, UsageError
 from flakecore.evidence import Attempt, blocking_flags
+from flakecore.files import write_atomic
 from flakecore.gate.isolation import IsolationError, find_leaks
 from flakecore.gate.isolation import describe as describe_leaks
 from flakecore.gate.runtime import (
     WEAK_CONTAINMENT,
     CommandRun,
-    atomic_write,
     child_env,
     remove_file,
     run_command,
@@ -56,7 +56,9 @@ from flakecore.gate.runtime import (
 from flakecore.gate.worktree import DetachedWorktree, GitError, head_commit, repo_toplevel
 from flakecore.gate.worktree import resolve_commit as _resolve_commit
 from flakecore.policy import DEFAULT_POLICY, Policy
-from flakecore.records import AdmitEvidence
+from flakecore.records import AdmitEvidence, Seed
+from flakecore.seeds import seed_from_text
+from flakecore.testids import closest_ids
 
 __all__ = [
     "DEFAULT_MISS_EXIT_CODES",
@@ -142,6 +144,8 @@ class ReportJudge:
     report: str
     test_id: str
     read: ReportReader
+    ids: Callable[[Path], Iterable[str]] | None = None
+    """Every test id of the report, to name the closest ones when ``test_id`` has no record."""
 
     def _path(self, worktree: Path) -> Path:
         path = Path(self.report)
@@ -153,6 +157,15 @@ class ReportJudge:
         if path.is_dir() and not path.is_symlink():
             raise IncompleteAttempt(f"report path {self.report} is a directory")
         remove_file(path)
+
+    def _closest(self, path: Path) -> str:
+        if self.ids is None:
+            return ""
+        try:
+            near = closest_ids(self.test_id, self.ids(path))
+        except (InputError, OSError, ValueError):
+            return ""  # the report read once already; the refusal is about the missing record
+        return "; closest: " + ", ".join(repr(i) for i in near) if near else ""
 
     def judge(self, run: CommandRun, worktree: Path) -> AttemptResult:
         """The one record for ``test_id`` in the fresh report, as an attempt result."""
@@ -169,7 +182,9 @@ class ReportJudge:
         except (InputError, OSError, ValueError) as exc:
             raise IncompleteAttempt(f"report {self.report} is unusable: {exc}") from None
         if not records:
-            raise IncompleteAttempt(f"report {self.report} has no record for {self.test_id!r}")
+            raise IncompleteAttempt(
+                f"report {self.report} has no record for {self.test_id!r}" + self._closest(path)
+            )
         if len(records) > 1:
             raise IncompleteAttempt(
                 f"report {self.report} has {len(records)} records for {self.test_id!r} "
@@ -190,9 +205,11 @@ class ReportJudge:
 class ReplayRequest:
     """What to replay.  Relative paths are relative to ``checkout``.
 
-    ``seed`` is kept exactly as given, a string (``"3"`` is not the integer
-    ``3``: SPEC compares seeds by value and type).  Give ``patch_misses`` or
-    ``patch_logs`` (the patch run's attempt logs), not both.
+    ``seed`` is the command-line text; the seed recorded (and compared with
+    the patch logs' seed, by value and type) is :attr:`pinned`.  Give exactly
+    one of ``patch_misses``, ``patch_logs`` (the patch run's attempt logs)
+    and ``patch_reports`` (the patch run's test reports, read by the
+    ``patch_reader`` given to :func:`run_replay`).
     """
 
     checkout: Path
@@ -200,7 +217,7 @@ class ReplayRequest:
     base: str
     """The base commit: a full SHA or any revision git resolves to a commit."""
     seed: str
-    """The seed pinned from the patch failure."""
+    """The seed pinned from the patch failure, as text (``{seed}`` gets it as it is)."""
     command: tuple[str, ...]
     """The command; ``{seed}`` in any argument is replaced by the seed."""
     property_file: Path
@@ -215,6 +232,8 @@ class ReplayRequest:
     """Misses of the patch run, when given as a number."""
     patch_logs: tuple[Path, ...] = ()
     """Attempt logs of the patch run, reduced for ``patch_misses``."""
+    patch_reports: tuple[Path, ...] = ()
+    """Test reports of the patch run: ``property_id``'s failed attempts are its misses."""
     property_id: str | None = None
     """The test id, recorded as the packet's ``property_id``."""
     timeout_s: float | None = None
@@ -225,6 +244,11 @@ class ReplayRequest:
     """Where to append the attempt log (must not exist); None: a temporary file."""
     setup: tuple[str, ...] = ()
     """Run once in the base worktree before the first attempt (e.g. build a venv there)."""
+
+    @property
+    def pinned(self) -> Seed:
+        """The seed as recorded: :attr:`seed` read by :func:`~flakecore.seeds.seed_from_text`."""
+        return seed_from_text(self.seed)
 
 
 @attrs.frozen(kw_only=True)
@@ -254,7 +278,8 @@ class ReplayOutcome:
 
     ``packet`` is None when the replay stopped before it could assemble one
     (the decision is then ``REJECT_INCOMPLETE``); ``freeze`` is the record
-    written for an ``ACCEPT_PREEXISTING``, else None.
+    written for an ``ACCEPT_PREEXISTING``, else None; ``log`` is the reduced
+    ``request.log``, None without one (a temporary log is gone with the worktree).
     """
 
     decision: AdmitDecision
@@ -299,8 +324,13 @@ def _validate(request: ReplayRequest, policy: Policy) -> int:
         )
     if not request.seed.strip():
         raise UsageError("replay: --seed is blank")
-    if (request.patch_misses is None) == (not request.patch_logs):
-        raise UsageError("replay: give --patch-misses N or --patch-log FILE (exactly one)")
+    given = (request.patch_misses is not None, request.patch_logs, request.patch_reports)
+    if sum(map(bool, given)) != 1:
+        raise UsageError(
+            "replay: give --patch-misses N, --patch-log FILE or --patch-report FILE (exactly one)"
+        )
+    if request.patch_reports and request.property_id is None:
+        raise UsageError("replay: --patch-report needs --test-id (the test whose misses count)")
     if request.patch_misses is not None and request.patch_misses < 0:
         raise UsageError("replay: --patch-misses must be 0 or more")
     if request.timeout_s is not None and not request.timeout_s > 0:
@@ -317,21 +347,18 @@ def _repo_path(top: Path, checkout: Path, path: Path, flag: str) -> str:
     absolute = path if path.is_absolute() else checkout / path
     resolved = Path(os.path.realpath(absolute.parent)) / absolute.name
     try:
-        rel = resolved.relative_to(top)
+        return resolved.relative_to(top).as_posix()
     except ValueError:
         raise UsageError(f"replay: {flag} {path} is outside the repository {top}") from None
-    if not resolved.is_file():
-        raise InputError("no such file", source=str(path))
-    return rel.as_posix()
 
 
 def _observe(path: Path, what: str) -> str:
     try:
         return file_sha256(path)
-    except FileNotFoundError:
+    except MissingInputError:
         raise _Refuse(f"{what} is missing") from None
-    except OSError as exc:
-        raise _Refuse(f"{what} cannot be read: {exc.strerror}") from None
+    except InputError as exc:
+        raise _Refuse(f"{what} cannot be read: {exc.message}") from None
 
 
 def _reported(head: Sequence[str], base: Sequence[str]) -> tuple[str, str]:
@@ -368,9 +395,12 @@ class _Replay:
         policy: Policy,
         progress: ProgressCallback | None,
         output: int,
+        *,
+        patch_reader: ReportReader | None = None,
     ) -> None:
         self.request = request
         self.judge = judge
+        self.patch_reader = patch_reader
         self.policy = policy
         self.progress = progress
         self.output = output
@@ -405,15 +435,32 @@ class _Replay:
         request = self.request
         if request.patch_misses is not None:
             return request.patch_misses
+        if request.patch_reports:
+            return self.reported_misses()
         summary = reduce_logs(request.patch_logs, policy=self.policy)
         if not summary.complete:
             raise _Refuse("patch log is incomplete: " + "; ".join(summary.reasons))
-        if type(summary.seed) is not str or summary.seed != request.seed:
+        pinned = request.pinned
+        if type(summary.seed) is not type(pinned) or summary.seed != pinned:
             raise _Refuse(
-                f"patch log seed {summary.seed!r} is not the pinned seed {request.seed!r} "
+                f"patch log seed {summary.seed!r} is not the pinned seed {pinned!r} "
                 "(seeds compare by value and type)"
             )
         return summary.misses
+
+    def reported_misses(self) -> int:
+        """The test's failed attempts in the patch run's reports; flagged evidence is refused."""
+        request, read = self.request, self.patch_reader
+        if read is None:
+            raise UsageError("replay: patch reports need a report reader (patch_reader)")
+        test_id = request.property_id
+        attempts = [a for path in request.patch_reports for a in read(path) if a.test_id == test_id]
+        if not attempts:
+            raise _Refuse(f"the patch reports have no attempt of {test_id!r}")
+        if flags := blocking_flags(attempts):
+            names = ", ".join(sorted(f.value for f in flags))
+            raise _Refuse(f"the patch reports' attempts of {test_id!r} are flagged: {names}")
+        return sum(a.is_miss for a in attempts)
 
     def run(self, attempts: int, out: Path | None) -> ReplayOutcome:
         request, policy = self.request, self.policy
@@ -424,13 +471,17 @@ class _Replay:
             return self.outcome(_decision(policy, AdmitCode.REJECT_INCOMPLETE, str(exc)))
         prop_rel = _repo_path(top, checkout, request.property_file, "--property-file")
         lock_rel = _repo_path(top, checkout, request.epoch_lock, "--epoch-lock")
-        writer = AttemptWriter(request.log, request.seed) if request.log is not None else None
+        # 1. The claim, hashed on the scored tree before anything runs or is written;
+        # a file that cannot be read here is the caller's input error (InputError).
+        head_files = {"property": top / prop_rel, "epoch_lock": top / lock_rel}
+        sources = {"property": request.property_file, "epoch_lock": request.epoch_lock}
+        self.digests = {
+            f"head_{k}": [file_sha256(p, source=str(sources[k]))] for k, p in head_files.items()
+        }
+        writer = AttemptWriter(request.log, request.pinned) if request.log is not None else None
         tree: DetachedWorktree | None = None
         try:
-            # 1. The claim, hashed on the scored tree before anything runs.
             self.head_sha = head_commit(top)
-            head_files = {"property": top / prop_rel, "epoch_lock": top / lock_rel}
-            self.digests = {f"head_{k}": [_observe(p, f"{k} file")] for k, p in head_files.items()}
             if not is_digest(request.claimed_epoch):
                 raise _Refuse("claimed epoch is not a sha256 digest (64 lowercase hex)")
             patch_misses = self.patch_misses()
@@ -445,7 +496,7 @@ class _Replay:
             for key, path in base_files.items():
                 self.digests[f"base_{key}"] = [_observe(path, f"{key} file at the base commit")]
             if writer is None:
-                writer = AttemptWriter(tree.scratch / "attempts.jsonl", request.seed)
+                writer = AttemptWriter(tree.scratch / "attempts.jsonl", request.pinned)
             files = {"head": head_files, "base": base_files}
             # The base's own environment, then proof that the command cannot reach the checkout.
             if request.setup:
@@ -482,7 +533,7 @@ class _Replay:
         self.observe(files, "--setup")
 
     def isolate(self, worktree: Path, top: Path, scratch: Path) -> None:
-        """Refuse a command whose interpreter would import the scored checkout (SPEC 8)."""
+        """Refuse a command whose interpreter would import the scored checkout (docs/trust.md)."""
         argv = substitute(self.request.command, seed=self.request.seed)
         try:
             leaks = find_leaks(
@@ -532,7 +583,9 @@ class _Replay:
     def decide(self, log: Path, patch_misses: int, out: Path | None) -> ReplayOutcome:
         request, policy = self.request, self.policy
         # 5. The log as written is the evidence; it must reduce cleanly and agree with us.
-        self.log = summary = reduce_logs([log], policy=policy)
+        summary = reduce_logs([log], policy=policy)
+        # A temporary log goes with the worktree: the outcome names only files that stay.
+        self.log = summary if request.log is not None else None
         if not summary.complete:
             raise _Refuse("attempt log is incomplete: " + "; ".join(summary.reasons))
         misses = sum(r.result is AttemptResult.MISS for r in self.runs)
@@ -555,7 +608,7 @@ class _Replay:
             base_fixture_epoch=base_epoch,
             claimed_epoch=request.claimed_epoch,
             property_id=request.property_id,
-            seed=request.seed,
+            seed=request.pinned,
             base_sha=self.base_sha,
         )
         packet = evidence.to_json()
@@ -567,7 +620,7 @@ class _Replay:
         record = freeze_record(packet, policy=policy)
         if record is not None and out is not None:
             body = json.dumps(record, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
-            atomic_write(out, body.encode("ascii"))
+            write_atomic(out, body.encode("ascii"))
         return self.outcome(decision, packet, record)
 
 
@@ -579,8 +632,9 @@ def run_replay(
     out: Path | None = None,
     progress: ProgressCallback | None = None,
     output: int = subprocess.DEVNULL,
+    patch_reader: ReportReader | None = None,
 ) -> ReplayOutcome:
-    """Run SPEC 3.1's replay procedure and decide with :func:`flakecore.admit`.
+    """Run the base replay (docs/gate.md) and decide with :func:`flakecore.admit`.
 
     ``out`` is deleted first and written (atomically) only for
     ``ACCEPT_PREEXISTING``: a stale freeze record is never inherited.  The
@@ -591,8 +645,12 @@ def run_replay(
     (a missing property file, an unreadable patch log); every other problem
     is a ``REJECT_INCOMPLETE`` outcome.  ``output`` receives the command's
     stdout and stderr (a file descriptor; discarded by default).
+    ``patch_reader`` reads ``request.patch_reports`` (the CLI passes the
+    adapters' reader); an unusable patch report raises its
+    :class:`~flakecore.errors.InputError`.
     """
     if out is not None:
         remove_file(out)
     attempts = _validate(request, policy)
-    return _Replay(request, judge, policy, progress, output).run(attempts, out)
+    replay = _Replay(request, judge, policy, progress, output, patch_reader=patch_reader)
+    return replay.run(attempts, out)

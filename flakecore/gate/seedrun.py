@@ -1,6 +1,6 @@
-"""The seed-budget run of SPEC 3.3, for real: digests, property, one run per seed.
+"""The seed-budget run (docs/gate.md), for real: digests, property, one run per seed.
 
-``budget`` judges an observation; this module makes one, in SPEC's order,
+``budget`` judges an observation; this module makes one, in the policy's order,
 stopping as early as the table allows:
 
 1. the parent fixture (the base commit's blob) and the head fixture are
@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import stat
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Final
 
 import attrs
 
@@ -34,26 +34,30 @@ from flakecore.budget import BudgetDecision, budget, budget_verdict
 from flakecore.codes import AttemptResult, BudgetCode
 from flakecore.digest import canonical_json_sha256, sha256_bytes
 from flakecore.errors import InputError, UsageError
+from flakecore.files import MAX_FILE_BYTES, read_bytes, write_atomic
 from flakecore.gate.replay import DEFAULT_MISS_EXIT_CODES
 from flakecore.gate.runtime import (
     WEAK_CONTAINMENT,
     CommandRun,
-    atomic_write,
     child_env,
     remove_file,
     run_command,
     substitute,
 )
 from flakecore.gate.worktree import GitError, read_blob, repo_toplevel, resolve_commit
+from flakecore.lease import format_version_ok
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import BudgetPacket, Seed
+from flakecore.seeds import seed_from_text
 
 __all__ = [
+    "BUDGET_RUN_FIELDS",
     "BUDGET_RUN_FORMAT",
     "BudgetRunOutcome",
     "BudgetRunRequest",
     "DigestKind",
     "SeedRun",
+    "budget_evidence",
     "fixture_digest",
     "observation_packet",
     "parse_seeds",
@@ -62,7 +66,14 @@ __all__ = [
 
 #: ``format`` of the record ``budget-run`` writes (``budget.json``).
 BUDGET_RUN_FORMAT = "flakecore.budget-run"
-_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
+#: The fields of ``budget.json`` and of its parts (schemas/budget-run.v1.json).
+BUDGET_RUN_FIELDS: Final = {
+    "": ("format", "format_version", "test_id", "parent", "head", "property", "runs", "packet"),
+    "parent": ("base", "commit", "path", "digest", "digest_kind"),
+    "head": ("path", "digest", "digest_kind", "digest_after_run"),
+    "property": ("command", "holds", "exit", "timed_out", "duration_s"),
+    "runs": ("seed", "result", "exit", "duration_s"),
+}
 #: How a fixture was digested: ``canonical-json`` or ``file`` (raw bytes).
 DigestKind = str
 
@@ -81,19 +92,19 @@ def fixture_digest(data: bytes) -> tuple[str, DigestKind]:
 
 
 def parse_seeds(text: str) -> tuple[Seed, ...]:
-    """``11,23,47`` -> ``(11, 23, 47)``; a token that is not a decimal integer stays a string.
+    """``11,23,47`` -> ``(11, 23, 47)``; each token read by :func:`~flakecore.seeds.seed_from_text`.
 
     Only canonical decimals become integers: ``007`` stays the string ``"007"``
     (reading it as ``7`` would silently run another seed).
 
-    Duplicates are kept: refusing them is ``budget``'s job (it names them).
+    Duplicates are kept here; :func:`run_budget` refuses them before anything runs.
     """
     seeds: list[Seed] = []
     for raw in text.split(","):
         token = raw.strip()
         if not token:
             raise UsageError(f"--seeds {text!r}: empty seed")
-        seeds.append(int(token) if _INTEGER.fullmatch(token) else token)
+        seeds.append(seed_from_text(token))
     return tuple(seeds)
 
 
@@ -185,6 +196,11 @@ def _validate(request: BudgetRunRequest) -> None:
         )
     if request.timeout_s is not None and not request.timeout_s > 0:
         raise UsageError("budget-run: --timeout must be a positive number of seconds")
+    seeds = request.seeds or ()
+    if repeated := [s for i, s in enumerate(seeds) if any(_same(s, t) for t in seeds[:i])]:
+        raise UsageError(
+            f"budget-run: --seeds repeats {repeated[0]!r}: each committed seed runs exactly once"
+        )
 
 
 def _seed_result(run: CommandRun, miss_codes: frozenset[int]) -> AttemptResult:
@@ -195,6 +211,14 @@ def _seed_result(run: CommandRun, miss_codes: frozenset[int]) -> AttemptResult:
     if run.returncode in miss_codes:
         return AttemptResult.MISS
     return AttemptResult.ERROR
+
+
+def _rewritten(copy: Path, original: bytes) -> bool:
+    """Whether the property command changed (or replaced, or removed) its fixture copy."""
+    try:
+        return read_bytes(copy, len(original)) != original
+    except InputError:
+        return True
 
 
 class _Uncontained(Exception):
@@ -227,12 +251,7 @@ class _BudgetRun:
         request, policy = self.request, self.policy
         checkout = Path(os.path.abspath(request.checkout))
         fixture = request.fixture if request.fixture.is_absolute() else checkout / request.fixture
-        try:
-            head_bytes = fixture.read_bytes()
-        except FileNotFoundError:
-            raise InputError("no such file", source=str(request.fixture)) from None
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror}", source=str(request.fixture)) from None
+        head_bytes = read_bytes(fixture, MAX_FILE_BYTES, source=str(request.fixture))
         try:
             top = repo_toplevel(checkout)
             base_sha = resolve_commit(top, request.base)
@@ -275,9 +294,9 @@ class _BudgetRun:
         head = record["head"]
         assert isinstance(head, dict)
         try:
-            after, _ = fixture_digest(fixture.read_bytes())
-        except OSError:
-            self.notes.append("the head fixture could not be read after the run")
+            after, _ = fixture_digest(read_bytes(fixture, MAX_FILE_BYTES))
+        except InputError as exc:
+            self.notes.append(f"the head fixture could not be read after the run: {exc.message}")
             head["digest_after_run"] = None
             passes = None
         else:
@@ -296,7 +315,7 @@ class _BudgetRun:
         ).to_json()
         record["packet"] = packet
         body = json.dumps(record, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
-        atomic_write(out, body.encode("ascii"))
+        write_atomic(out, body.encode("ascii"))
         decision = budget(packet, policy=policy)
         if self.notes:
             decision = attrs.evolve(decision, reasons=(*self.notes, *decision.reasons))
@@ -334,11 +353,11 @@ class _BudgetRun:
         suffix = Path(parent_path).suffix
         with tempfile.TemporaryDirectory(prefix="flakecore-parent-") as scratch:
             copy = Path(scratch) / f"parent-fixture{suffix}"
-            copy.write_bytes(parent_bytes)
+            write_atomic(copy, parent_bytes)
             copy.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
             argv = substitute(request.property_command, fixture=str(copy))
             run = self.execute(argv, top, {"FLAKECORE_FIXTURE": str(copy)})
-            rewritten = not copy.is_file() or copy.read_bytes() != parent_bytes
+            rewritten = _rewritten(copy, parent_bytes)
         holds: bool | None
         if run.start_error is not None or run.timed_out or run.returncode is None:
             holds = None
@@ -352,7 +371,7 @@ class _BudgetRun:
         if holds is None and not rewritten:
             self.notes.append(f"the property was not scored: {run.describe()}")
         record["property"] = {
-            "command": list(run.argv),
+            "command": list(request.property_command),  # the copy it named is gone
             "holds": holds,
             "exit": run.returncode,
             "timed_out": run.timed_out,
@@ -468,6 +487,41 @@ def observation_packet(record: Mapping[str, object]) -> tuple[dict[str, object] 
     return (None if problems else dict(packet)), problems
 
 
+def budget_evidence(
+    record: Mapping[str, object], *, policy: Policy = DEFAULT_POLICY
+) -> tuple[Mapping[str, object], BudgetDecision | None]:
+    """The budget packet a record holds, and the refusal when it cannot be trusted.
+
+    A ``budget.json`` that ``budget-run`` wrote is accepted as it is: its
+    packet, once :func:`observation_packet` found it to agree with the
+    record's own runs (else the refusal is ``INSUFFICIENT_BUDGET``, naming
+    every disagreement, and every field no budget-run writes).  Any other
+    record is taken as a budget packet.
+    """
+    if record.get("format") != BUDGET_RUN_FORMAT:
+        return record, None
+    verified, problems = observation_packet(record)
+    reasons = [f"not a budget.json budget-run writes: {p}" for p in _shape_problems(record)]
+    reasons += [f"the record disagrees with its own runs: {p}" for p in problems]
+    if verified is None or reasons:
+        return record, budget_verdict(BudgetCode.INSUFFICIENT_BUDGET, *reasons, policy=policy)
+    return verified, None
+
+
+def _shape_problems(record: Mapping[str, object]) -> list[str]:
+    """What no budget-run writes: another major version, or a field it does not know."""
+    problems = []
+    if not format_version_ok(record.get("format_version")):
+        problems.append("format_version is missing or not a 1.x version")
+    for part, fields in BUDGET_RUN_FIELDS.items():
+        value = record.get(part) if part else record
+        for item in value if part == "runs" and isinstance(value, list) else [value]:
+            if isinstance(item, Mapping):
+                where = f"{part}: " if part else ""
+                problems += [f"{where}unknown field {k!r}" for k in sorted(set(item) - set(fields))]
+    return problems
+
+
 def run_budget(
     request: BudgetRunRequest,
     *,
@@ -475,7 +529,7 @@ def run_budget(
     policy: Policy = DEFAULT_POLICY,
     output: int = subprocess.DEVNULL,
 ) -> BudgetRunOutcome:
-    """Observe a fixed seed budget (SPEC 3.3), write ``out``, then decide with ``budget``.
+    """Observe a fixed seed budget (docs/policies.md), write ``out``, then decide with ``budget``.
 
     ``out`` is deleted first, so a stale observation never stands in for this
     one.  Raises :class:`~flakecore.errors.UsageError` for a request that

@@ -352,7 +352,7 @@ def case(name: bytes, body: bytes = b"", extra: bytes = b"") -> bytes:
 
 def xml_cases() -> None:
     """JUnit XML: parser attacks are refused (65); odd but well-formed reports are judged exactly."""
-    ingest = ["ingest", "{file}", "--format", "auto"]
+    ingest = ["ingest", "{file}", "--report-format", "auto"]
     laughs = (
         b'<!DOCTYPE l [<!ENTITY a "aaaaaaaaaa">'
         + b"".join(
@@ -531,7 +531,7 @@ def tap_cases() -> None:
     that reading it at face value would let a base replay accept: each must
     instead put ``stream-defect`` on every record, ``t``'s included.
     """
-    ingest = ["ingest", "{file}", "--format", "tap"]
+    ingest = ["ingest", "{file}", "--report-format", "tap"]
     defect = "stream-defect"
     plan_error: list[object] = ["<plan>", "error", [defect]]
 
@@ -629,7 +629,7 @@ def tap_cases() -> None:
         "tap",
         "make-noise-first.tap",
         b"make[1]: Entering directory '/src/t'\n1..1\nnot ok 1 - t\n",
-        ["ingest", "{file}", "--format", "auto"],
+        ["ingest", "{file}", "--report-format", "auto"],
         0,
         "TAP behind a build tool's first line: sniffed as TAP, as --format tap reads it",
         records=[["t", "fail", []]],
@@ -685,7 +685,7 @@ def tap_cases() -> None:
 
 def report_json_cases() -> None:
     """pytest JSON reports: ids with controls are refused like JUnit's and TAP's."""
-    ingest = ["ingest", "{file}", "--format", "pytest-json"]
+    ingest = ["ingest", "{file}", "--report-format", "pytest-json"]
     for name, nodeid, note in (
         ("nodeid-nul.json", "t.py::a\u0000b", "an escaped NUL in a nodeid"),
         ("nodeid-newline.json", "t.py::a\nb", "an escaped newline in a nodeid"),

@@ -53,7 +53,7 @@ def test_base_replay_never_accepts_from_a_defective_report(
     command = [sys.executable, "-c", _WRITER, str(CORPUS / entry["file"]), "{seed}"]
     args = repo.replay_args(seed="3", out=out, command=command, attempts=1)
     cut = args.index("--")
-    report = ["--report", "report.xml", "--format", target["format"]]
+    report = ["--report", "report.xml", "--report-format", target["format"]]
     run = repo.flakecore(*args[:cut], *report, "--test-id", target["test_id"], *args[cut:])
     d = decision(run)
     if target["accept"]:
@@ -75,7 +75,7 @@ def test_ingest_of_the_target_alone_fails_on_a_defective_report(entry: dict[str,
     run = subprocess.run(
         [
             sys.executable, "-m", "flakecore", "ingest", str(CORPUS / entry["file"]),
-            "--format", target["format"], "--test-id", target["test_id"],
+            "--report-format", target["format"], "--test-id", target["test_id"],
         ],
         capture_output=True,
         text=True,

@@ -91,7 +91,7 @@ def test_preexisting_flake_is_accepted_and_the_freeze_record_written(
         "base_fixture_epoch": epoch,
         "claimed_epoch": epoch,
         "property_id": TEST_ID,
-        "seed": "3",
+        "seed": 3,
         "base_sha": repo.base,
     }
     assert d["packet"] == packet
@@ -99,7 +99,7 @@ def test_preexisting_flake_is_accepted_and_the_freeze_record_written(
         "format": "flakecore.freeze-record",
         "format_version": "1.0",
         "property_id": TEST_ID,
-        "seed": "3",
+        "seed": 3,
         "base_sha": repo.base,
         "property_sha256": prop,
         "base_property_sha256": prop,
@@ -111,7 +111,7 @@ def test_preexisting_flake_is_accepted_and_the_freeze_record_written(
         "policy_values": {"attempt_cap": 5, "min_base_misses": 1},
     }
     assert log.read_bytes() == (
-        b'{"seed":"3","n":1,"result":"miss"}\n{"seed":"3","n":2,"result":"miss"}\n'
+        b'{"seed":3,"n":1,"result":"miss"}\n{"seed":3,"n":2,"result":"miss"}\n'
     )
     # The packet it printed is one the admit verb decides the same way.
     packet_file = tmp_path / "packet.json"
@@ -364,7 +364,7 @@ def _patch_log(path: Path, seed: str | int, *results: AttemptResult) -> Path:
 
 
 def test_patch_log_is_reduced_for_patch_misses(repo: SampleRepo, tmp_path: Path) -> None:
-    log = _patch_log(tmp_path / "patch.jsonl", "7", AttemptResult.PASS, AttemptResult.MISS)
+    log = _patch_log(tmp_path / "patch.jsonl", 7, AttemptResult.PASS, AttemptResult.MISS)
     patch = ("--patch-log", str(log))
     run = repo.flakecore(*repo.replay_args(seed="7", out=tmp_path / "r.json", patch=patch))
     d = decision(run)
@@ -377,11 +377,11 @@ def test_patch_log_is_reduced_for_patch_misses(repo: SampleRepo, tmp_path: Path)
 def test_patch_log_of_another_seed_or_truncated_is_incomplete(
     repo: SampleRepo, tmp_path: Path
 ) -> None:
-    other = _patch_log(tmp_path / "int-seed.jsonl", 3, AttemptResult.MISS)  # 3 is not "3"
+    other = _patch_log(tmp_path / "str-seed.jsonl", "3", AttemptResult.MISS)  # "3" is not 3
     truncated = tmp_path / "truncated.jsonl"
-    truncated.write_bytes(b'{"seed":"3","n":1,"result":"miss"}\n{"seed":"3","n":2,"res')
+    truncated.write_bytes(b'{"seed":3,"n":1,"result":"miss"}\n{"seed":3,"n":2,"res')
     for log, reason in [
-        (other, "patch log seed 3 is not the pinned seed '3'"),
+        (other, "patch log seed '3' is not the pinned seed 3"),
         (truncated, "patch log is incomplete"),
     ]:
         args = repo.replay_args(seed="3", out=tmp_path / "r.json", patch=("--patch-log", str(log)))
@@ -409,7 +409,7 @@ def test_existing_log_is_never_appended_to(repo: SampleRepo, tmp_path: Path) -> 
 
 def _report_args(repo: SampleRepo, out: Path, *, seed: str, command: list[str]) -> list[str]:
     args = repo.replay_args(seed=seed, out=out, command=command)
-    report = ["--report", "report.xml", "--format", "junit", "--test-id", TEST_ID]
+    report = ["--report", "report.xml", "--report-format", "junit", "--test-id", TEST_ID]
     return [*args[: args.index("--")], *report, *args[args.index("--") :]]
 
 
@@ -433,6 +433,20 @@ def test_junit_report_decides_each_attempt(
     repo.assert_clean()
 
 
+def test_a_pytest_node_id_selects_its_xunit2_testcase(repo: SampleRepo, tmp_path: Path) -> None:
+    # pytest's default JUnit (xunit2) names the test tests.test_prop::test_property;
+    # its node id matches it by the documented rule, and the packet carries the node id.
+    out = tmp_path / "freeze.json"
+    args = _report_args(repo, out, seed="3", command=pytest_command("--junitxml=report.xml"))
+    node_id = "tests/test_prop.py::test_property"
+    args[args.index("--test-id") + 1] = node_id
+    run = repo.flakecore(*args)
+    d = decision(run)
+    assert (run.returncode, d["code"], results(d)) == (0, "ACCEPT_PREEXISTING", ["miss", "miss"])
+    assert json.loads(out.read_text())["property_id"] == node_id
+    repo.assert_clean()
+
+
 @pytest.mark.parametrize(
     ("command", "test_id", "reason"),
     [
@@ -440,7 +454,8 @@ def test_junit_report_decides_each_attempt(
         (
             pytest_command("--junitxml=report.xml"),
             "tests.test_prop::test_other",
-            "report report.xml has no record for 'tests.test_prop::test_other'",
+            "report report.xml has no record for 'tests.test_prop::test_other'; "
+            "closest: 'tests.test_prop::test_property'",
         ),
     ],
     ids=["report-missing", "no-record-for-test-id"],
@@ -456,6 +471,80 @@ def test_unusable_report_is_incomplete(
     assert (run.returncode, d["code"], d["reasons"]) == (1, "REJECT_INCOMPLETE", [reason])
     assert results(d) == []
     assert not out.exists()
+    repo.assert_clean()
+
+
+def _patch_report(repo: SampleRepo, seed: str, report: Path) -> Path:
+    """The red CI run on the patch: the real pytest on HEAD, its JUnit report kept."""
+    subprocess.run(
+        [arg.replace("{seed}", seed) for arg in pytest_command(f"--junitxml={report}")],
+        cwd=repo.path,
+        env=repo.env(),
+        capture_output=True,
+        check=False,
+    )
+    assert report.is_file()
+    return report
+
+
+@pytest.mark.parametrize(
+    ("seed", "exit_code", "code"),
+    [("3", 0, "ACCEPT_PREEXISTING"), ("7", 4, "REJECT_PATCH_INTRODUCED")],
+    ids=["preexisting", "patch-introduced"],
+)
+def test_the_patch_runs_report_is_the_patch_evidence(
+    repo: SampleRepo, tmp_path: Path, seed: str, exit_code: int, code: str
+) -> None:
+    """--patch-report: the report the red run wrote, as it is; its failed attempts count."""
+    report = _patch_report(repo, seed, tmp_path / "patch.xml")
+    out = tmp_path / "freeze.json"
+    patch = ("--patch-report", str(report), "--report-format", "junit", "--test-id", TEST_ID)
+    run = repo.flakecore(*repo.replay_args(seed=seed, out=out, patch=patch))
+    d = decision(run)
+    assert (run.returncode, d["code"], d["packet"]["patch_misses"]) == (exit_code, code, 1)
+    # No --log: the temporary log went with the worktree, and the output names no file.
+    assert d["replay"]["log"] is None
+    assert out.exists() is (exit_code == 0)
+    repo.assert_clean()
+
+
+@pytest.mark.parametrize(
+    ("report", "test_id", "reason"),
+    [
+        (b"TAP version 13\n1..1\nok 1 - t # TODO not yet\n", "t", "flagged: unexpected-pass"),
+        (b"TAP version 13\n1..1\nnot ok 1 - t\n", "other", "no attempt of 'other'"),
+    ],
+    ids=["flagged", "no-attempt-of-the-test"],
+)
+def test_a_patch_report_that_cannot_explain_the_claim_is_incomplete_before_any_attempt(
+    repo: SampleRepo, tmp_path: Path, report: bytes, test_id: str, reason: str
+) -> None:
+    path = tmp_path / "patch.tap"
+    path.write_bytes(report)
+    out = tmp_path / "freeze.json"
+    patch = ("--patch-report", str(path), "--test-id", test_id)
+    run = repo.flakecore(*repo.replay_args(seed="3", out=out, patch=patch))
+    d = decision(run)
+    assert (run.returncode, d["code"], results(d)) == (1, "REJECT_INCOMPLETE", [])
+    assert any(reason in r for r in d["reasons"]), d["reasons"]
+    assert not out.exists()
+    repo.assert_clean()
+
+
+def test_an_unusable_patch_report_is_unusable_input(repo: SampleRepo, tmp_path: Path) -> None:
+    path = tmp_path / "patch.xml"
+    path.write_bytes(b"<testsuite><testcase")
+    patch = ("--patch-report", str(path), "--test-id", TEST_ID)
+    run = repo.flakecore(*repo.replay_args(seed="3", out=tmp_path / "f.json", patch=patch))
+    assert run.returncode == 65 and run.stdout == ""
+    assert str(path) in run.stderr and run.stderr.count("\n") == 1
+    missing = ("--patch-report", str(tmp_path / "nope.xml"), "--test-id", TEST_ID)
+    assert (
+        repo.flakecore(
+            *repo.replay_args(seed="3", out=tmp_path / "f.json", patch=missing)
+        ).returncode
+        == 66
+    )
     repo.assert_clean()
 
 
@@ -521,7 +610,8 @@ def test_github_output_annotates_and_appends_the_step_summary(
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
     args = [a for a in repo.replay_args(seed="7", out=tmp_path / "f.json") if a != "--json"]
-    args.insert(args.index("--"), "--github")
+    args.insert(args.index("--"), "--format")
+    args.insert(args.index("--"), "github")
     run = subprocess.run(
         [sys.executable, "-m", "flakecore", *args],
         cwd=repo.path,
@@ -536,4 +626,6 @@ def test_github_output_annotates_and_appends_the_step_summary(
     text = summary.read_text()
     assert text.startswith("earlier step\n")
     assert "| admit | REJECT_PATCH_INTRODUCED |" in text
+    # Nothing was written (a refusal, no --log): the evidence cell names no file.
+    assert text.rstrip("\n").endswith(" |  |"), text
     repo.assert_clean()

@@ -47,7 +47,7 @@ DIGEST = "8e" * 32
 HOST = "img:sha256:" + "a" * 64 + "+nonce:0123456789abcdef"
 OTHER_HOST = "img:sha256:" + "a" * 64 + "+nonce:fedcba9876543210"
 REVIEWER = "reviewer@example.test"
-#: The patch under review: a sha256 digest, as ``decide`` requires.
+#: The patch under review: its git commit id (64 hex, as in a SHA-256 repository).
 PATCH = "f" * 64
 AUTHOR = "coding-agent-7"
 
@@ -132,6 +132,8 @@ def cli(
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     unset: Sequence[str] = ("GITHUB_STEP_SUMMARY", "FLAKECORE_IMAGE_DIGEST"),
+    stdin: int = subprocess.DEVNULL,
+    timeout: float | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``python -m flakecore ARGS`` as a pipeline runs it."""
     environ = {k: v for k, v in os.environ.items() if k not in unset}
@@ -143,5 +145,6 @@ def cli(
         check=False,
         cwd=cwd,
         env=environ,
-        stdin=subprocess.DEVNULL,
+        stdin=stdin,
+        timeout=timeout,
     )
