@@ -10,18 +10,13 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from flakecore import __version__
-from flakecore.cli._common import (
-    RecordWriteError,
-    UsageArgumentParser,
-    die,
-    flush_out,
-    input_exit,
-)
-from flakecore.errors import InputError, MissingExtra, UsageError
-from flakecore.exits import EXIT_CANTCREAT, EXIT_IOERR, EXIT_NOINPUT, EXIT_SOFTWARE, EXIT_USAGE
+import flakecore
+
+if TYPE_CHECKING:
+    from flakecore.cli._main import build_parser
 
 __all__ = ["VERBS", "build_parser", "main"]
 
@@ -46,67 +41,27 @@ VERBS: dict[str, str] = {
 }
 
 
-def build_parser(verbs: Collection[str] | None = None) -> UsageArgumentParser:
-    """The argument parser: every verb, or only the modules that register ``verbs``."""
-    parser = UsageArgumentParser(
-        prog="flakecore",
-        description=(
-            "Decide from recorded evidence whether a red test may be frozen as a flake. "
-            "Fails closed: missing, malformed or unknown evidence is a refusal."
-        ),
-        epilog=(
-            "Exit codes: 0 accept; small numbers are policy refusals (see each verb's --help); "
-            "64 usage error, 65 unusable input, 66 missing input file, 70 internal error or "
-            "missing extra, 73 an output cannot be created or written, 74 I/O error (also: "
-            "$GITHUB_STEP_SUMMARY not writable), 128+N stopped by signal N (130 for Ctrl-C)."
-        ),
-    )
-    parser.add_argument("--version", action="version", version=f"flakecore {__version__}")
-    sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
-    for module in dict.fromkeys(VERBS[verb] for verb in (VERBS if verbs is None else verbs)):
-        importlib.import_module(f"flakecore.cli.{module}").register(sub)
-    return parser
+def __getattr__(name: str) -> object:
+    """``build_parser``, loaded with the CLI's plumbing when it is first used."""
+    if name == "build_parser":
+        return importlib.import_module("flakecore.cli._main").build_parser
+    raise AttributeError(f"module 'flakecore.cli' has no attribute {name!r}")
 
 
-def _parser_for(argv: Sequence[str]) -> UsageArgumentParser:
-    """The parser ``argv`` needs, which parses it exactly as the full one does.
-
-    A call that starts with a verb gets that verb's module only; ``--version``
-    (or an abbreviation argparse accepts) ends the parse before any verb is
-    read, so it gets none.  Anything else (``--help``, no verb, an unknown
-    one, an option before the verb) gets every verb, so help and errors name
-    them all.
-    """
-    first = argv[0] if argv else ""
-    if first in VERBS:
-        return build_parser([first])
-    if len(first) > 2 and "--version".startswith(first):
-        return build_parser([])
-    return build_parser()
+def asks_version(argv: Sequence[str]) -> bool:
+    """Whether argparse would print the version first: ``--version`` (or a prefix) comes first."""
+    return bool(argv) and len(argv[0]) > 2 and "--version".startswith(argv[0])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the process exit code."""
-    try:
-        arguments = sys.argv[1:] if argv is None else list(argv)
-        args = _parser_for(arguments).parse(arguments)
-        code = int(args.run(args))
-        flush_out()
-        return code
-    except UsageError as exc:
-        return die(f"usage: {exc}", EXIT_USAGE)
-    except RecordWriteError as exc:
-        return die(str(exc), EXIT_CANTCREAT)
-    except FileNotFoundError as exc:
-        return die(f"{exc.filename}: no such file", EXIT_NOINPUT)
-    except InputError as exc:
-        return die(str(exc), input_exit(exc))
-    except MissingExtra as exc:
-        return die(str(exc), EXIT_SOFTWARE)
-    except KeyboardInterrupt:
-        return die("interrupted", 130)
-    except BrokenPipeError:
-        # The reader went away (``| head``): not an accept, and nothing more to say.
-        return EXIT_IOERR
-    except Exception as exc:
-        return die(f"internal error ({type(exc).__name__}): {exc}", EXIT_SOFTWARE)
+    """Run the CLI; returns the process exit code.
+
+    ``--version`` is answered here, as argparse's version action would print
+    it, before the CLI's plumbing or any verb is imported.
+    """
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if asks_version(arguments):
+        sys.stdout.write(f"flakecore {flakecore.__version__}\n")
+        sys.stdout.flush()
+        return 0
+    return int(importlib.import_module("flakecore.cli._main").run(arguments))

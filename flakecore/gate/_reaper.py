@@ -20,9 +20,13 @@ it), and the reaper:
 
 So by the time flakecore reads an attempt's result, no process of that
 attempt exists.  One reaper per attempt means parallel attempts never kill
-each other's processes.  This module imports only the standard library: it
-runs as a script, and flakecore also imports its sweep for its own second
-line of defence (:func:`flakecore.gate.runtime.adopt_orphans`).
+each other's processes.  This module imports only the standard library, and
+little of it (it starts once per attempt: the command is started with
+``posix_spawn``, its timeout is an interval timer, its status line is
+written without the ``json`` module, and the sweep reads each process's
+``children`` file instead of every ``/proc/PID/stat``): it runs as a script,
+and flakecore also imports its sweep for its own second line of defence
+(:func:`flakecore.gate.runtime.adopt_orphans`).
 
 Limits: without ``prctl`` and ``/proc`` (not Linux) only the command's
 process group is killed, and the status says ``"contained": "process-group"``;
@@ -34,23 +38,40 @@ survivor, which fails the attempt.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
-import json
 import os
-import signal
-import subprocess
 import sys
 import time
-from collections.abc import Collection
-from types import FrameType
+from _json import encode_basestring_ascii  # the C encoder json uses: no json, no re to import
 
-__all__ = ["become_subreaper", "descendants", "end_descendants", "main"]
+TYPE_CHECKING = False  # typing is an import this process does not pay for
+if TYPE_CHECKING:
+    import signal
+    from collections.abc import Callable, Collection, Mapping
+    from types import FrameType
+else:  # the C module under ``signal``: the same functions, without building its enums
+    import _signal as signal
+
+__all__ = ["become_subreaper", "descendants", "end_descendants", "main", "status_line"]
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 #: How long to keep killing before reporting what is left as survivors.
 SWEEP_LIMIT_S = 10.0
+#: Signals Python ignores at start-up and a command must get back at their default.
+_DEFAULT_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(signal, name)
+)
+#: A timeout this long (about 31 years) is no timeout: the interval timer holds no more.
+_FOREVER_S = 1e9
+
+
+def _quietly(call: Callable[[int, int], object], pid: int, value: int) -> None:
+    """``call(pid, value)``, an ``OSError`` (the process is gone or not ours) ignored."""
+    try:  # noqa: SIM105 - contextlib is one more import per attempt
+        call(pid, value)
+    except OSError:
+        pass
 
 
 def _prctl(option: int, value: int) -> bool:
@@ -86,17 +107,62 @@ def _parents() -> dict[int, int]:
     return parents
 
 
-def descendants(root: int, *, skip: Collection[int] = ()) -> list[int]:
-    """Every process below ``root`` (children first), not entering the subtrees of ``skip``."""
+def _children(pid: int) -> list[int] | None:
+    """The children of ``pid`` from its threads' ``children`` files (None: no such files).
+
+    The kernel lists a child under the thread that forked it (and an orphan
+    under the thread it was re-parented to), so every thread is read.  A
+    process that is gone has no children.
+    """
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    found: list[int] = []
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", "rb") as fh:
+                found += map(int, fh.read().split())
+        except FileNotFoundError:
+            if not os.path.isdir(f"/proc/{pid}/task/{task}"):
+                continue  # the thread ended meanwhile
+            return None  # a kernel without CONFIG_PROC_CHILDREN
+        except OSError:
+            continue
+    return found
+
+
+def _children_by_walk(root: int) -> Mapping[int, list[int]]:
+    """Every process's children, from ``/proc/*/stat`` (a kernel without ``children`` files)."""
     children: dict[int, list[int]] = {}
     for pid, parent in _parents().items():
         children.setdefault(parent, []).append(pid)
+    return children
+
+
+def descendants(root: int, *, skip: Collection[int] = ()) -> list[int]:
+    """Every process below ``root`` (children first), not entering the subtrees of ``skip``.
+
+    Read from each process's ``children`` files: only the tree below
+    ``root`` is read, not every process of the machine.  Where the kernel
+    has no such files, every ``/proc/PID/stat`` is read instead (the same
+    answer: both name a process's parent as the kernel's ``real_parent``).
+    """
+    walked: Mapping[int, list[int]] | None = None
     found: list[int] = []
-    queue = [pid for pid in children.get(root, []) if pid not in skip]
+    queue = [root]
     while queue:
         pid = queue.pop(0)
-        found.append(pid)
-        queue += [c for c in children.get(pid, []) if c not in skip]
+        if walked is None:
+            below = _children(pid)
+            if below is None:
+                walked = _children_by_walk(root)
+        if walked is not None:
+            below = walked.get(pid, [])
+        assert below is not None
+        below = [c for c in below if c not in skip]
+        found += below
+        queue += below
     return found
 
 
@@ -111,8 +177,7 @@ def _reap(pids: Collection[int], *, any_child: bool) -> None:
             if pid == 0:
                 return
     for pid in pids:
-        with contextlib.suppress(ChildProcessError, OSError):
-            os.waitpid(pid, os.WNOHANG)
+        _quietly(os.waitpid, pid, os.WNOHANG)
 
 
 def end_descendants(
@@ -152,26 +217,55 @@ def _stop(_signum: int, _frame: FrameType | None) -> None:
     raise _Stop
 
 
+def status_line(status: Mapping[str, object]) -> str:
+    """``json.dumps(status) + "\\n"`` for what a status holds (ints, floats, bools, text, lists)."""
+
+    def value(item: object) -> str:
+        if item is True or item is False:
+            return "true" if item else "false"
+        if isinstance(item, str):
+            return str(encode_basestring_ascii(item))
+        if isinstance(item, list):
+            return "[" + ", ".join(map(value, item)) + "]"
+        return repr(item)  # int, float: the text json writes
+
+    pairs = (f"{encode_basestring_ascii(k)}: {value(v)}" for k, v in status.items())
+    return "{" + ", ".join(pairs) + "}\n"
+
+
 def _run(argv: list[str], timeout: float | None) -> dict[str, object]:
     start = time.monotonic()
     try:
-        proc = subprocess.Popen(argv, start_new_session=True)
+        # A new session, the signals Python ignores back at their default, nothing else
+        # inherited but stdin/stdout/stderr (the status pipe is close-on-exec).
+        pid = os.posix_spawnp(argv[0], argv, os.environ, setsid=True, setsigdef=_DEFAULT_SIGNALS)
     except OSError as exc:
         return {"start_error": f"{argv[0]}: {exc.strerror or exc}", "duration_s": 0.0}
+    expired = []
+
+    def kill_at_timeout(_signum: int, _frame: FrameType | None) -> None:
+        expired.append(True)
+        _quietly(os.killpg, pid, signal.SIGKILL)
+
+    if timeout is not None and timeout < _FOREVER_S:
+        signal.signal(signal.SIGALRM, kill_at_timeout)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
     status: dict[str, object] = {}
+    reaped = False
     try:
-        status["returncode"] = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        status["timed_out"] = True
+        _, code = os.waitpid(pid, 0)  # the timer's kill ends this wait too
+        reaped = True
+        status["returncode"] = os.waitstatus_to_exitcode(code)
     except _Stop:
         status["stopped"] = True
+    signal.setitimer(signal.ITIMER_REAL, 0)
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    if expired:
+        status = {"timed_out": True}
     status["duration_s"] = time.monotonic() - start
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    if proc.returncode is None:
-        with contextlib.suppress(ChildProcessError):
-            proc.wait()
+    _quietly(os.killpg, pid, signal.SIGKILL)
+    if not reaped:  # (ChildProcessError: it was reaped just before the stop)
+        _quietly(os.waitpid, pid, 0)
     return status
 
 
@@ -179,6 +273,7 @@ def main(args: list[str]) -> int:
     """``_reaper.py STATUS_FD PARENT_PID TIMEOUT -- COMMAND...`` (TIMEOUT empty: none)."""
     status_fd, parent, timeout = int(args[0]), int(args[1]), args[2]
     assert args[3] == "--" and len(args) > 4
+    os.set_inheritable(status_fd, False)  # the command must not hold the status pipe
     contained = become_subreaper()
     signal.signal(signal.SIGTERM, _stop)
     _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -193,7 +288,7 @@ def main(args: list[str]) -> int:
         status["survivors"] = end_descendants(os.getpid(), any_child=True)
     status["contained"] = "subreaper" if contained else "process-group"
     with os.fdopen(status_fd, "w") as out:
-        out.write(json.dumps(status) + "\n")
+        out.write(status_line(status))
     return 0
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -202,6 +203,10 @@ WEAK_CONTAINMENT = (
 _REAPER = os.path.join(os.path.dirname(os.path.abspath(_reaper.__file__)), "_reaper.py")
 #: How long a reaper may take past the attempt's timeout before it is killed itself.
 _REAPER_GRACE_S = 30.0
+#: A status line longer than this is no status line.
+_MAX_STATUS = 1 << 20
+#: How often a wait for a status line also looks whether the reaper is still there.
+_STATUS_POLL_S = 0.25
 #: Set by :func:`adopt_orphans`: this process is the second-line subreaper.
 _second_line = False
 #: Reapers running now; the second-line sweep never enters their subtrees.
@@ -240,14 +245,41 @@ def _stop_reaper(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-def _read_status(fd: int) -> dict[str, object] | None:
-    chunks: list[bytes] = []
-    while chunk := os.read(fd, 65536):
-        chunks.append(chunk)
-        if sum(map(len, chunks)) > 1 << 20:
-            return None
+def _wait_status(
+    proc: subprocess.Popen[bytes], fd: int, timeout: float | None, data: bytes = b""
+) -> tuple[bytes, bool]:
+    """The reaper's status line as it arrives, and whether the wait ended before ``timeout``.
+
+    Read as the reaper writes it (no polling for its exit: that slept up to
+    50 ms past every attempt).  The line ends the wait, and so does the
+    reaper's end: an end of file, or its exit while a process it could not
+    end still holds the pipe (then whatever came is the status).
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP)
+    while b"\n" not in data and len(data) <= _MAX_STATUS:
+        wait = _STATUS_POLL_S
+        if deadline is not None:
+            wait = min(wait, deadline - time.monotonic())
+            if wait <= 0:
+                return data, False
+        if not poller.poll(wait * 1000):
+            if proc.poll() is not None and not poller.poll(0):
+                break  # the reaper is gone and nothing more is coming
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        data += chunk
+    return data, True
+
+
+def _parse_status(data: bytes) -> dict[str, object] | None:
+    if len(data) > _MAX_STATUS:
+        return None
     try:
-        status = json.loads(b"".join(chunks))
+        status = json.loads(data)
     except ValueError:
         return None
     return status if isinstance(status, dict) else None
@@ -334,8 +366,15 @@ def run_command(
         _live.add(proc.pid)
         hung = False
         try:
-            # The reaper keeps the timeout; this wait only guards against a reaper that hangs.
-            proc.wait(timeout=None if timeout_s is None else timeout_s + _REAPER_GRACE_S)
+            # The reaper keeps the timeout; this deadline only guards against one that hangs.
+            limit = None if timeout_s is None else timeout_s + _REAPER_GRACE_S
+            data, arrived = _wait_status(proc, read_end, limit)
+            if arrived:
+                proc.wait(timeout=_REAPER_GRACE_S)  # it exits right after its status line
+            else:
+                hung = True
+                _stop_reaper(proc)  # told to stop, it still reports what it ended
+                data, _ = _wait_status(proc, read_end, _REAPER_GRACE_S, data)
         except subprocess.TimeoutExpired:
             hung = True
             _stop_reaper(proc)
@@ -347,7 +386,7 @@ def run_command(
             raise
         finally:
             _live.discard(proc.pid)
-        return _ended(args, _read_status(read_end), time.monotonic() - start, hung=hung)
+        return _ended(args, _parse_status(data), time.monotonic() - start, hung=hung)
     finally:
         os.close(read_end)
 

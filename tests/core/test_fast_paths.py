@@ -6,9 +6,14 @@ as the oracle (it lives in the tests, not in the package).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import posixpath
 import re
+import subprocess
+import sys
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -16,7 +21,7 @@ from hypothesis import strategies as st
 
 from flakecore import _fields, identity, jsonio
 from flakecore.errors import InputError
-from flakecore.gate import guard
+from flakecore.gate import _reaper, guard
 from flakecore.gate.config import DEFAULT_FIXTURE_GLOBS
 from flakecore.gate.guard import POLICY_TABLE
 from flakecore.jsonio import loads_strict
@@ -307,3 +312,61 @@ def test_guard_paths_splits_as_before(
         not_fixtures=set(skip),
     )
     assert fast == _guard_paths_before(changes, fixtures, ledgers, dirs, set(skip))
+
+
+STATUS = st.dictionaries(
+    st.sampled_from(["returncode", "timed_out", "duration_s", "start_error", "survivors", "x"]),
+    st.one_of(
+        st.integers(-(2**63), 2**63),
+        st.booleans(),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(st.characters(codec="utf-8")),
+        st.lists(st.integers(0, 2**22)),
+    ),
+)
+
+
+@given(STATUS)
+def test_the_reapers_status_line_is_what_json_writes(status: dict[str, object]) -> None:
+    assert _reaper.status_line(status) == json.dumps(status) + "\n"
+
+
+def test_descendants_from_children_files_are_those_of_the_full_walk() -> None:
+    """A live tree: forks, a setsid grandchild, a thread's child; both readings agree."""
+    tree = (
+        "import os, subprocess, threading, time\n"
+        "kids = [subprocess.Popen(['sleep', '30']) for _ in range(2)]\n"
+        "kids.append(subprocess.Popen(['sh', '-c', 'sleep 30 & sleep 30 & wait']))\n"
+        "threading.Thread(target=lambda: subprocess.Popen(['sleep', '30']).wait()).start()\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    time.sleep(30)\n"
+        "    os._exit(0)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(30)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", tree], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        time.sleep(0.3)  # the shell's own children
+        fast = _reaper.descendants(proc.pid)
+        walked = _reaper._children_by_walk(proc.pid)
+        slow, queue = [], [proc.pid]
+        while queue:
+            below = walked.get(queue.pop(0), [])
+            slow += below
+            queue += below
+        assert len(fast) >= 7
+        assert sorted(fast) == sorted(slow)
+        skipped = {fast[0], *_reaper.descendants(fast[0])}
+        assert sorted(_reaper.descendants(proc.pid, skip={fast[0]})) == sorted(
+            p for p in slow if p not in skipped
+        )
+    finally:
+        for pid in _reaper.descendants(proc.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
+        proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()

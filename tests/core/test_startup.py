@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 import flakecore
 from flakecore import cli
+from flakecore.cli import _main
 from flakecore.errors import UsageError
 
 
@@ -83,17 +84,37 @@ def test_star_import_and_dir_name_everything() -> None:
 def test_a_verb_call_imports_only_its_own_verb_module() -> None:
     code = (
         "import sys\n"
-        "from flakecore.cli import _parser_for\n"
-        "_parser_for(['decide', '-'])\n"
+        "from flakecore.cli._main import parser_for\n"
+        "parser_for(['decide', '-'])\n"
         "print(sorted(m for m in sys.modules if m.startswith('flakecore.cli.')))"
     )
     loaded = ast.literal_eval(fresh(code))
     verbs = [m for m in loaded if m.rsplit(".", 1)[1] in set(cli.VERBS.values())]
     assert verbs == ["flakecore.cli._policies"]
-    version = "import sys; import flakecore.cli as c; c._parser_for(['--version']); " + (
+    version = "import sys; import flakecore.cli._main as c; c.parser_for(['--version']); " + (
         "print(sorted(m for m in sys.modules if m.rsplit('.', 1)[-1] in set(c.VERBS.values())))"
     )
     assert fresh(version) == "[]"
+
+
+def test_version_is_answered_before_the_cli_loads() -> None:
+    code = (
+        "import contextlib, io, sys\n"
+        "from flakecore.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    assert main(['--vers', '--bogus']) == 0\n"
+        "print(repr(out.getvalue()))\n"
+        "print(sorted(m for m in sys.modules if 'flakecore' in m))"
+    )
+    printed, modules = fresh(code).splitlines()
+    assert ast.literal_eval(modules) == ["flakecore", "flakecore._version", "flakecore.cli"]
+    # what argparse's version action prints, and the exit it takes
+    assert outcome(_main.build_parser(), ["--vers", "--bogus"]) == (
+        "exit",
+        0,
+        ast.literal_eval(printed),
+        "",
+    )
 
 
 def test_the_verb_table_is_what_the_modules_register() -> None:
@@ -101,9 +122,9 @@ def test_the_verb_table_is_what_the_modules_register() -> None:
         sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         return list(sub.choices)
 
-    assert registered(cli.build_parser()) == list(cli.VERBS)
+    assert registered(_main.build_parser()) == list(cli.VERBS)
     for verb, module in cli.VERBS.items():
-        assert registered(cli.build_parser([verb])) == [
+        assert registered(_main.build_parser([verb])) == [
             v for v, m in cli.VERBS.items() if m == module
         ]
 
@@ -136,11 +157,11 @@ TOKENS = st.sampled_from(
 @settings(max_examples=300, deadline=None)
 @given(st.lists(TOKENS, max_size=6))
 def test_the_parser_a_call_gets_parses_it_as_the_full_one(argv: list[str]) -> None:
-    assert outcome(cli._parser_for(argv), argv) == outcome(cli.build_parser(), argv)
+    assert outcome(_main.parser_for(argv), argv) == outcome(_main.build_parser(), argv)
 
 
 @pytest.mark.parametrize("verb", list(cli.VERBS))
 def test_each_verbs_help_is_the_full_parsers(verb: str) -> None:
-    assert outcome(cli._parser_for([verb, "--help"]), [verb, "--help"]) == outcome(
-        cli.build_parser(), [verb, "--help"]
+    assert outcome(_main.parser_for([verb, "--help"]), [verb, "--help"]) == outcome(
+        _main.build_parser(), [verb, "--help"]
     )
