@@ -443,6 +443,9 @@ def main() -> None:
     if args.small:
         args.packets, args.leases, args.paths, args.files = 200, 50, 200, 20
         args.seconds, args.repeat, args.startup_repeat = 0.05, 1, 1
+    # As in an activated virtualenv (and a nox session): its python3 comes first on PATH,
+    # the interpreter replay's isolation probe runs (not a shim that starts another).
+    os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]
     load = os.getloadavg()[0]
     print(
         f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average {load:.2f}, "

@@ -306,21 +306,25 @@ class DetachedWorktree:
         return found
 
     def remove(self) -> None:
-        """Remove the worktree and the temporary directory; prune git's bookkeeping.
+        """Remove the worktree and the temporary directory; prune git's bookkeeping if left.
 
         Signals are held meanwhile: a second Ctrl-C must not leave a
         half-removed worktree registered in the repository.
         """
         with signals_deferred():
+            removed = False
             if self.path is not None:
                 # Half-created or already gone: the rmtree and prune below finish it.
                 with contextlib.suppress(GitError):
                     git("worktree", "remove", "--force", "--force", str(self.path), cwd=self.repo)
+                    removed = True
             if self.scratch is not None:
                 shutil.rmtree(self.scratch, ignore_errors=True)
-            # A repository that is itself gone has nothing left registered in it.
-            with contextlib.suppress(GitError):
-                git("worktree", "prune", cwd=self.repo)
+            # What git's remove did not unregister (a repository that is itself gone has
+            # nothing left registered in it).
+            if not removed:
+                with contextlib.suppress(GitError):
+                    git("worktree", "prune", cwd=self.repo)
             self.path = None
             self.scratch = None
 
