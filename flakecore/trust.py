@@ -44,7 +44,9 @@ KEY_TYPE: Final = "ed25519"
 KEY_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _PUBLIC = re.compile(r"ed25519:([0-9a-f]{64})")
 #: The reasons that make a record count.
-TRUSTING: Final = frozenset({TrustReason.BASE_IDENTICAL, TrustReason.SIGNED})
+TRUSTING: Final = frozenset(
+    {TrustReason.BASE_IDENTICAL, TrustReason.SIGNED, TrustReason.OUTSIDE_CHECKOUT}
+)
 
 
 @attrs.frozen
@@ -99,7 +101,7 @@ class TrustVerdict:
 
     @property
     def trusted(self) -> bool:
-        """True only for a record base holds byte for byte or a trusted key signed."""
+        """True for a record base holds, a trusted key signed, or the job's own (no keys)."""
         return self.reason in TRUSTING
 
     def __str__(self) -> str:

@@ -4,7 +4,9 @@ A lease is the only freeze ``classify`` can open.  ``open`` writes it only
 when classify allows the freeze and the roles are apart; ``show`` and
 ``check`` re-judge stored records at ``--now`` (there is no renewal).
 Exits beyond classify's (docs/leases.md lists them all): 7 ``lease open``
-refused by the role/record rules, 8 an invalid stored record.
+refused by the role/record rules, 8 an invalid stored record.  ``show`` and
+``check`` judge a record only once it counts as evidence (docs/trust.md):
+they need ``--base`` or trusted keys, and refuse to run without (64).
 """
 
 from __future__ import annotations
@@ -14,22 +16,24 @@ import datetime as dt
 import os
 from collections.abc import Sequence
 
-from flakecore.classify import ClassifyDecision
 from flakecore.cli._common import flat, parse_now, warn, write_record
-from flakecore.cli._config import add_config_arguments, config_from_args
+from flakecore.cli._config import Configured, Need, add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments
+from flakecore.cli._signing import add_signing_arguments, signer_from_args
 from flakecore.errors import InputError, UsageError
 from flakecore.exits import EXIT_INVALID_RECORDS, EXIT_LEASE_REFUSED, EXIT_NOINPUT, EXIT_OK
-from flakecore.gate.config import GateConfig
+from flakecore.gate.basetrust import read_record_file
 from flakecore.gate.ledger import (
     RecordCheck,
     check_directory,
-    check_record,
+    check_file,
+    peek_record,
     read_record,
-    record_bytes,
     record_file_name,
+    stored_bytes,
 )
+from flakecore.jsonio import MAX_DOCUMENT_BYTES, read_file
 from flakecore.lease import Roles, build_lease, lease_problems, short_form
 
 __all__ = ["register"]
@@ -59,8 +63,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "exit: 0 lease written; classify's refusals unchanged (1 INCOMPLETE, 2 PROPERTY, "
             "3 FIXTURE, 5 STABLE_RED, 6 FLAKE whose lease is refused); 7 lease refused by the "
             "role/record rules (acceptor is the replay host or the patch author, no patch "
-            "author, no canary, no pinned sha256, a renewal of the same attempts); 64 usage, "
-            "65 unusable report, 66 missing report, 73 the lease could not be written"
+            "author, no canary, no pinned sha256, a renewal of the same attempts); 64 usage "
+            "(also: no --base, --config or --no-config), 65 unusable report (also: a report "
+            "that does not count as evidence, docs/trust.md), 66 missing report, 73 the lease "
+            "could not be written"
         ),
     )
     opener.add_argument("--report", required=True, metavar="REPORT.json")
@@ -75,6 +81,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     opener.add_argument("--dir", metavar="LEASE_DIR", help="default: lease_dir from the config")
     add_output_arguments(opener)
     add_config_arguments(opener)
+    add_signing_arguments(opener)
     opener.set_defaults(run=_run_open)
 
     show = verbs.add_parser(
@@ -82,8 +89,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="print a lease as the short key=value record",
         description="Print a lease: the short key=value form, or the record with --json.",
         epilog=(
-            "exit: 0 the lease is valid now; 8 it is invalid (reasons on stderr); "
-            "65 unusable file, 66 missing file"
+            "exit: 0 the lease is valid now; 8 it is invalid or does not count as evidence "
+            "(reasons on stderr; docs/trust.md); 64 usage (also: neither --base nor trusted "
+            "keys), 65 unusable file, 66 missing file"
         ),
     )
     show.add_argument("file", metavar="FILE")
@@ -99,11 +107,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="CI enforcement: fail on any expired, overlong, malformed or rebound record",
         description=(
             "Check every lease, ledger row and stored decide packet in each DIR (default: the "
-            "configured lease_dir and ledger_dir). One line per bad record. No renewal."
+            "configured lease_dir and ledger_dir). A record counts only when the base holds it "
+            "byte for byte or a trusted key signed it (docs/trust.md); one the diff added or "
+            "changed unsigned is invalid with that reason. One line per bad record. No renewal."
         ),
         epilog=(
-            f"exit: 0 every record valid; {EXIT_INVALID_RECORDS} at least one invalid record; "
-            "64 usage, 66 a directory cannot be read"
+            f"exit: 0 every record valid; {EXIT_INVALID_RECORDS} at least one invalid or "
+            "untrusted record; 64 usage (also: neither --base nor trusted keys: nothing could "
+            "count), 66 a directory cannot be read"
         ),
     )
     check.add_argument("dirs", nargs="*", metavar="DIR", help="lease or ledger directory (or file)")
@@ -123,11 +134,14 @@ def _nonblank_or_none(value: str | None, flag: str) -> str | None:
 
 def _run_open(args: argparse.Namespace) -> int:
     out = Output.chosen(args, "flakecore lease open")
-    config = config_from_args(args)
+    configured = config_from_args(args, verb="lease open", need=Need.LOCATION)
+    out.use(configured, announce=True)
+    config = configured.config
+    signer = signer_from_args(args, configured)
     now = parse_now(args.now)
     patch_hash = _nonblank_or_none(args.patch_hash, "--patch-hash")
     oracle = _nonblank_or_none(args.oracle_version, "--oracle-version")
-    report = read_record(args.report)
+    report = _read_report(args.report, configured)
     directory = args.dir or config.resolve(config.lease_dir)
     roles = Roles(
         replay_host=args.replay_host,
@@ -151,23 +165,46 @@ def _run_open(args: argparse.Namespace) -> int:
     decision = outcome.decision
     if outcome.record is not None and not reasons:
         exit_code = EXIT_OK
-        write_record(path, record_bytes(outcome.record), make_dir=directory)
+        body = stored_bytes(outcome.record, kind="lease", signer=signer)
+        write_record(path, body, make_dir=directory)
     elif not decision.freeze_allowed:
         exit_code = decision.exit_code
     else:
         exit_code = EXIT_LEASE_REFUSED
-    out.emit(_open_result(args, outcome.record, decision, reasons, path, exit_code))
+    out.emit(_open_result(args, outcome.record, out.decision(decision), reasons, path, exit_code))
     return out.finish(exit_code)
 
 
+def _read_report(path: str, configured: Configured) -> dict[str, object]:
+    """The classify report, as evidence when there is a base or trusted keys (docs/trust.md).
+
+    Like a policy verb's packet it is the caller's own input: outside the
+    checkout it needs no signature; in the checkout the base must hold it.
+    """
+    trust = configured.trust
+    if trust.base is None and not trust.keys:
+        return read_record(path)
+    verdict = read_record_file(
+        path, trust=trust, kind="classify-report", check=lambda _: (), own_input=True
+    )
+    if not verdict.trusted or verdict.record is None:
+        raise InputError(f"not evidence: {verdict.reason.value}: {verdict.detail}", source=path)
+    return dict(verdict.record)
+
+
 def _renewal_problems(path: str, record: dict[str, object]) -> list[str]:
-    """Same attempts, later expiry: that is renewing a lease without new evidence."""
+    """Same attempts, later expiry: that is renewing a lease without new evidence.
+
+    A stored envelope is opened without verifying it: this check can only refuse.
+    """
     if not os.path.lexists(path):
         return []
     try:
-        existing = read_record(path)
+        existing = peek_record(read_file(path, MAX_DOCUMENT_BYTES), source=path)
     except InputError:
         return []  # an unreadable old lease is replaced by a checked new one
+    if existing is None:
+        return []
     same_attempts = existing.get("attempt_ids") == record["attempt_ids"]
     if same_attempts and str(existing.get("expires_at")) != str(record["expires_at"]):
         return [
@@ -180,7 +217,7 @@ def _renewal_problems(path: str, record: dict[str, object]) -> list[str]:
 def _open_result(  # noqa: PLR0917
     args: argparse.Namespace,
     record: dict[str, object] | None,
-    decision: ClassifyDecision,
+    decision: dict[str, object],
     reasons: Sequence[str],
     path: str,
     exit_code: int,
@@ -193,7 +230,7 @@ def _open_result(  # noqa: PLR0917
         "path": path if opened else None,
         "lease": record if opened else None,
         "reasons": list(reasons),
-        "decision": {**decision.to_json(), "input": args.report},
+        "decision": {**decision, "input": args.report},
     }
     if opened and record is not None:
         text = [f"lease: wrote {path}", short_form(record)]
@@ -216,16 +253,28 @@ def _open_result(  # noqa: PLR0917
 
 def _run_show(args: argparse.Namespace) -> int:
     out = Output.chosen(args, "flakecore lease show")
-    config = config_from_args(args)
+    configured = config_from_args(args, verb="lease show", need=Need.TRUST)
+    out.use(configured, announce=True)
     now = parse_now(args.now)
-    record = read_record(args.file)
-    problems = lease_problems(
-        record,
-        now=now,
-        policy=config.policy,
-        patch_hash=args.patch_hash,
-        oracle_version=args.oracle_version,
+    problems: list[str] = []
+    verdict = read_record_file(
+        args.file,
+        trust=configured.trust,
+        kind="lease",
+        check=lambda r: lease_problems(
+            r,
+            now=now,
+            policy=configured.config.policy,
+            patch_hash=args.patch_hash,
+            oracle_version=args.oracle_version,
+        ),
     )
+    if verdict.trusted and verdict.record is not None:
+        record: dict[str, object] = dict(verdict.record)
+    else:
+        peeked = peek_record(verdict.data, source=args.file) if verdict.data else None
+        record = peeked or {}
+        problems = [f"{verdict.reason.value}: {verdict.detail}"]
     exit_code = EXIT_INVALID_RECORDS if problems else EXIT_OK
     test = record.get("test_id")
     row = SummaryRow(
@@ -238,7 +287,7 @@ def _run_show(args: argparse.Namespace) -> int:
         refused=bool(problems),
         file=args.file,
     )
-    out.emit(Result(json=record, text=[short_form(record)], row=row))
+    out.emit(Result(json=record, text=[short_form(record)] if record else [], row=row))
     for problem in problems:
         warn(f"{args.file}: invalid: {problem}")
     return out.finish(exit_code)
@@ -246,7 +295,9 @@ def _run_show(args: argparse.Namespace) -> int:
 
 def _run_check(args: argparse.Namespace) -> int:
     out = Output.chosen(args, "flakecore lease check")
-    config = config_from_args(args)
+    configured = config_from_args(args, verb="lease check", need=Need.TRUST)
+    out.use(configured, announce=True)
+    config = configured.config
     now = parse_now(args.now)
     patch_hash = _nonblank_or_none(args.patch_hash, "--patch-hash")
     oracle = _nonblank_or_none(args.oracle_version, "--oracle-version")
@@ -263,7 +314,7 @@ def _run_check(args: argparse.Namespace) -> int:
             out.emit(Result(stderr=[f"lease check: {target}: no such directory (no records)"]))
             continue
         try:
-            checks += _check_target(target, now, config, patch_hash, oracle)
+            checks += _check_target(target, now, configured, patch_hash, oracle)
         except InputError as exc:
             unreadable.append(exc)
     bad = [c for c in checks if not c.valid]
@@ -281,30 +332,24 @@ def _run_check(args: argparse.Namespace) -> int:
 def _check_target(
     target: str,
     now: dt.datetime,
-    config: GateConfig,
+    configured: Configured,
     patch_hash: str | None,
     oracle: str | None,
 ) -> list[RecordCheck]:
+    trust, policy = configured.trust, configured.config.policy
     if os.path.isdir(target) or not os.path.exists(target):
         return check_directory(
-            target, now=now, policy=config.policy, patch_hash=patch_hash, oracle_version=oracle
-        )
-    try:
-        data = read_record(target)
-    except InputError as exc:
-        if exc.message.startswith(("no such file", "cannot read")):
-            raise
-        return [RecordCheck(path=target, kind="unknown", test_id=None, problems=(str(exc),))]
-    return [
-        check_record(
-            data,
-            path=target,
+            target,
+            trust=trust,
             now=now,
-            policy=config.policy,
+            policy=policy,
             patch_hash=patch_hash,
             oracle_version=oracle,
         )
-    ]
+    checked = check_file(
+        target, trust=trust, now=now, policy=policy, patch_hash=patch_hash, oracle_version=oracle
+    )
+    return [checked]
 
 
 def _check_results(

@@ -7,6 +7,10 @@ Actions annotations plus a step-summary table (:mod:`flakecore.cli._github`).
 ``--json`` is the shorthand for ``--format json``.  Diagnostics that are not
 a result (a field left out, why a stored record is invalid) go to stderr in
 every format, through :func:`flakecore.cli._common.warn`.
+
+The printer is also where every decision gets its policy source
+(:meth:`Output.use`, :meth:`Output.decision`): a verb never prints a
+decision that does not say where its policy came from.
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ import attrs
 
 from flakecore.classify import ClassifyDecision
 from flakecore.cli._common import warn, write_json_line
+from flakecore.cli._config import Configured
 from flakecore.cli._github import SummaryRow, append_step_summary
 from flakecore.decision import Decision
 from flakecore.errors import UsageError
 from flakecore.exits import EXIT_IOERR, EXIT_OK
+from flakecore.policy import PolicySource
 
 __all__ = [
     "FORMATS",
@@ -97,12 +103,34 @@ class Output:
         self.title = title
         self.forms = frozenset(forms)
         self._rows: list[SummaryRow] = []
+        self._source: PolicySource | None = None
 
     @classmethod
     def chosen(cls, args: argparse.Namespace, title: str, *, github: bool = True) -> Output:
         """The ``--format``/``--json`` output; without ``github``, ``--format github`` is text."""
         fmt = output_format(args)
         return cls(title, "text" if fmt == "github" and not github else fmt)
+
+    def use(self, configured: Configured, *, announce: bool = False) -> None:
+        """Decisions from now on record ``configured``'s policy source.
+
+        With ``announce`` (a verb that reads the lease or ledger store) one
+        stderr line says where the policy came from and which records count;
+        a scored tree whose ``[tool.flakecore]`` differs from base's is said
+        on stderr by every verb.
+        """
+        self._source = configured.config.source
+        if announce:
+            warn(configured.describe())
+        reason = configured.scored_table_reason
+        if reason is not None:
+            warn(reason)
+
+    def decision(self, decision: Decision[Any]) -> dict[str, object]:
+        """A decision's record, with the policy source of :meth:`use` (when it was called)."""
+        if self._source is not None:
+            decision = decision.with_policy_source(self._source)
+        return decision.to_json()
 
     def emit(self, result: Result) -> None:
         """Print ``result`` in every chosen form (for GitHub: its annotation, now)."""

@@ -29,15 +29,21 @@ from typing import Final
 import attrs
 
 from flakecore._fields import is_sha
-from flakecore.attestation import Untrusted, is_envelope, open_statement, parse_envelope
+from flakecore.attestation import Kinds, Untrusted, is_envelope, open_statement, parse_envelope
 from flakecore.codes import TrustReason
 from flakecore.errors import InputError, LimitError, UsageError
 from flakecore.gate.worktree import read_object, repo_toplevel, tree_entry
-from flakecore.jsonio import MAX_DOCUMENT_BYTES, loads_strict
+from flakecore.jsonio import MAX_DOCUMENT_BYTES, loads_strict, read_file
 from flakecore.signing import RecordProblems, verify_signed
 from flakecore.trust import TrustedKey, TrustVerdict, refused
 
-__all__ = ["read_in_checkout", "read_trusted_record", "trusted_by_base"]
+__all__ = [
+    "RecordTrust",
+    "read_in_checkout",
+    "read_record_file",
+    "read_trusted_record",
+    "trusted_by_base",
+]
 
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -187,7 +193,7 @@ def trusted_by_base(repo: Path, base_sha: str, path: str) -> TrustVerdict:
 
 
 def _open_record(
-    verdict: TrustVerdict, data: bytes, kind: str, test_id: str | None
+    verdict: TrustVerdict, data: bytes, kind: Kinds, test_id: str | None
 ) -> TrustVerdict:
     """A base-identical file as a record: its JSON object, or the record its envelope carries."""
     try:
@@ -212,11 +218,15 @@ def read_trusted_record(
     path: str,
     *,
     keys: Sequence[TrustedKey],
-    kind: str,
+    kind: Kinds,
     check: RecordProblems,
     test_id: str | None = None,
 ) -> TrustVerdict:
     """One stored record as evidence: base-identical, or signed by a trusted key, or refused.
+
+    ``kind`` is the record kind the reader expects, or a tuple of the kinds
+    it accepts (a lease directory holds leases, ledger rows and decide
+    packets): a signed record is then read as whichever its ``format`` names.
 
     A file base holds byte for byte counts (an envelope there is opened
     without its signature: review vouched for it).  A file the diff adds or
@@ -246,3 +256,146 @@ def read_trusted_record(
     if not signed:
         return attrs.evolve(verdict, detail=f"{verdict.detail}, and it is not signed")
     return verify_signed(data, keys=keys, kind=kind, check=check, test_id=test_id, path=path)
+
+
+@attrs.frozen(kw_only=True)
+class RecordTrust:
+    """What a verb trusts a record file by: the base, the trusted keys, where the patch writes.
+
+    ``checkout`` is the top of the scored checkout (every byte below it is the
+    patch's); ``base`` the full commit id of the reviewed revision (None: no
+    ``--base``); ``keys`` the public keys the *trusted* configuration names.
+    """
+
+    checkout: Path
+    base: str | None = None
+    keys: tuple[TrustedKey, ...] = ()
+
+    def describe(self) -> str:
+        """A few words for output: what a record must be to count."""
+        ways = [f"byte-identical in base {self.base[:12]}"] if self.base else []
+        if self.keys:
+            ways.append("signed by " + ", ".join(k.keyid for k in self.keys))
+        else:
+            ways.append("written outside the checkout (no trusted keys)")
+        return " or ".join(ways)
+
+
+def _in_checkout(path: str, top: Path) -> str | None:
+    """``path`` relative to ``top`` as written; None when it lies outside the checkout.
+
+    A path that lies outside as written but resolves into the checkout
+    reaches it through a symbolic link: :class:`Untrusted` (``SYMLINK``).
+    """
+    written = Path(os.path.abspath(path))
+    if written == top or top in written.parents:
+        return written.relative_to(top).as_posix()
+    resolved = Path(os.path.realpath(path))
+    if resolved == top or top in resolved.parents:
+        raise Untrusted(
+            TrustReason.SYMLINK, "reached through a symbolic link into the scored checkout"
+        )
+    return None
+
+
+def _signed_only(
+    path: str,
+    data: bytes,
+    *,
+    trust: RecordTrust,
+    kind: Kinds,
+    check: RecordProblems,
+    test_id: str | None,
+    unsigned: str,
+) -> TrustVerdict:
+    """A record only a signature can vouch for; ``unsigned`` says why when it has none."""
+    try:
+        signed = is_envelope(loads_strict(data, source=path))
+    except InputError:
+        signed = False
+    if signed:
+        return verify_signed(
+            data, keys=trust.keys, kind=kind, check=check, test_id=test_id, path=path
+        )
+    return refused(path, TrustReason.NOT_SIGNED, f"{unsigned}, and it is not signed")
+
+
+def _own_output(
+    path: str,
+    data: bytes,
+    *,
+    trust: RecordTrust,
+    kind: Kinds,
+    check: RecordProblems,
+    test_id: str | None,
+) -> TrustVerdict:
+    """A record outside the checkout that needs no signature: the job's own output.
+
+    An envelope is still verified (without keys: ``NO_TRUSTED_KEYS``).
+    """
+    try:
+        value = loads_strict(data, source=path)
+    except InputError as exc:
+        return refused(path, TrustReason.INVALID_RECORD, f"not JSON: {exc.message}")
+    if is_envelope(value):
+        return verify_signed(
+            data, keys=trust.keys, kind=kind, check=check, test_id=test_id, path=path
+        )
+    if not isinstance(value, dict):
+        return refused(path, TrustReason.INVALID_RECORD, "not a JSON object")
+    problems = list(check(value))
+    if problems:
+        return refused(path, TrustReason.INVALID_RECORD, "; ".join(problems))
+    detail = "outside the scored checkout, unsigned: this job's own output"
+    return TrustVerdict(
+        path=path, reason=TrustReason.OUTSIDE_CHECKOUT, detail=detail, data=data, record=value
+    )
+
+
+def read_record_file(
+    path: str,
+    *,
+    trust: RecordTrust,
+    kind: Kinds,
+    check: RecordProblems,
+    test_id: str | None = None,
+    own_input: bool = False,
+) -> TrustVerdict:
+    """One record file, wherever it lies, as evidence (docs/trust.md, "which records count").
+
+    In the scored checkout: base-identical (with a base) or signed by a
+    trusted key, else refused.  Outside it, an envelope must verify; a plain
+    record is the job's own output (``OUTSIDE_CHECKOUT``, which the caller
+    re-verifies) -- but with trusted keys configured only a signature counts
+    (``NOT_SIGNED``), unless ``own_input``: a packet or report the caller
+    hands a pure policy function, which no verb writes signed.  A path that
+    reaches the checkout through a link is ``SYMLINK``.  ``check`` is the
+    reader's own check of the record.  A missing or unreadable file is an
+    :class:`InputError`.
+    """
+    top = Path(os.path.realpath(trust.checkout))
+    try:
+        where = _in_checkout(path, top)
+        if where is not None and trust.base is not None:
+            verdict = read_trusted_record(
+                top, trust.base, where, keys=trust.keys, kind=kind, check=check, test_id=test_id
+            )
+            return attrs.evolve(verdict, path=path)
+        if where is not None:
+            data = read_in_checkout(top, where)
+    except Untrusted as exc:
+        return refused(path, exc.reason, exc.detail)
+    if where is not None:
+        unsigned = "in the scored checkout with no base revision to compare it with"
+        return _signed_only(
+            path, data, trust=trust, kind=kind, check=check, test_id=test_id, unsigned=unsigned
+        )
+    data = read_file(path, MAX_DOCUMENT_BYTES + 1)
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise LimitError(f"larger than {MAX_DOCUMENT_BYTES} bytes", source=path)
+    if trust.keys and not own_input:
+        unsigned = "trusted keys are configured: a record outside the checkout counts signed"
+        return _signed_only(
+            path, data, trust=trust, kind=kind, check=check, test_id=test_id, unsigned=unsigned
+        )
+    return _own_output(path, data, trust=trust, kind=kind, check=check, test_id=test_id)
