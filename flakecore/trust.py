@@ -86,8 +86,9 @@ class TrustedKey:
 class TrustVerdict:
     """Whether one stored record counts as evidence, and why.
 
-    ``data`` holds the bytes that were trusted (the reader uses these, never a
-    second read of the file, which could have changed meanwhile); ``record``
+    ``data`` holds the bytes that were judged (the reader uses these, never a
+    second read of the file, which could have changed meanwhile; an unsigned
+    record refused for its place keeps them too, so output can name its kind); ``record``
     the record itself when the check parsed it (the predicate of a signed
     record); ``signers`` the trusted keys whose signatures verified.
     """

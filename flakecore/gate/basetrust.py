@@ -33,7 +33,7 @@ from flakecore.attestation import Kinds, Untrusted, is_envelope, open_statement,
 from flakecore.codes import TrustReason
 from flakecore.errors import InputError, LimitError, UsageError
 from flakecore.gate.worktree import read_object, repo_toplevel, tree_entry
-from flakecore.jsonio import MAX_DOCUMENT_BYTES, loads_strict, read_file
+from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object, loads_strict, read_file
 from flakecore.signing import RecordProblems, verify_signed
 from flakecore.trust import TrustedKey, TrustVerdict, refused
 
@@ -254,7 +254,7 @@ def read_trusted_record(
     except InputError:
         signed = False
     if not signed:
-        return attrs.evolve(verdict, detail=f"{verdict.detail}, and it is not signed")
+        return attrs.evolve(verdict, detail=f"{verdict.detail}, and it is not signed", data=data)
     return verify_signed(data, keys=keys, kind=kind, check=check, test_id=test_id, path=path)
 
 
@@ -317,10 +317,11 @@ def _signed_only(
         return verify_signed(
             data, keys=trust.keys, kind=kind, check=check, test_id=test_id, path=path
         )
-    return refused(path, TrustReason.NOT_SIGNED, f"{unsigned}, and it is not signed")
+    verdict = refused(path, TrustReason.NOT_SIGNED, f"{unsigned}, and it is not signed")
+    return attrs.evolve(verdict, data=data)
 
 
-def _own_output(
+def _outside(
     path: str,
     data: bytes,
     *,
@@ -328,21 +329,24 @@ def _own_output(
     kind: Kinds,
     check: RecordProblems,
     test_id: str | None,
+    own_input: bool,
 ) -> TrustVerdict:
-    """A record outside the checkout that needs no signature: the job's own output.
+    """A record outside the checkout: signed and verified, or (see below) the job's own output.
 
-    An envelope is still verified (without keys: ``NO_TRUSTED_KEYS``).
+    It must be a JSON object (else :class:`InputError`: unusable, like any
+    input).  An envelope is always verified (without keys: ``NO_TRUSTED_KEYS``);
+    a plain record counts as the job's own output unless keys are configured
+    and it is not ``own_input``.
     """
-    try:
-        value = loads_strict(data, source=path)
-    except InputError as exc:
-        return refused(path, TrustReason.INVALID_RECORD, f"not JSON: {exc.message}")
+    value = load_object(data, source=path)
     if is_envelope(value):
         return verify_signed(
             data, keys=trust.keys, kind=kind, check=check, test_id=test_id, path=path
         )
-    if not isinstance(value, dict):
-        return refused(path, TrustReason.INVALID_RECORD, "not a JSON object")
+    if trust.keys and not own_input:
+        detail = "trusted keys are configured: a record outside the checkout counts signed"
+        verdict = refused(path, TrustReason.NOT_SIGNED, f"{detail}, and it is not signed")
+        return attrs.evolve(verdict, data=data)
     problems = list(check(value))
     if problems:
         return refused(path, TrustReason.INVALID_RECORD, "; ".join(problems))
@@ -370,8 +374,8 @@ def read_record_file(
     (``NOT_SIGNED``), unless ``own_input``: a packet or report the caller
     hands a pure policy function, which no verb writes signed.  A path that
     reaches the checkout through a link is ``SYMLINK``.  ``check`` is the
-    reader's own check of the record.  A missing or unreadable file is an
-    :class:`InputError`.
+    reader's own check of the record.  A missing or unreadable file, and one
+    outside the checkout that is not a JSON object, is an :class:`InputError`.
     """
     top = Path(os.path.realpath(trust.checkout))
     try:
@@ -393,9 +397,6 @@ def read_record_file(
     data = read_file(path, MAX_DOCUMENT_BYTES + 1)
     if len(data) > MAX_DOCUMENT_BYTES:
         raise LimitError(f"larger than {MAX_DOCUMENT_BYTES} bytes", source=path)
-    if trust.keys and not own_input:
-        unsigned = "trusted keys are configured: a record outside the checkout counts signed"
-        return _signed_only(
-            path, data, trust=trust, kind=kind, check=check, test_id=test_id, unsigned=unsigned
-        )
-    return _own_output(path, data, trust=trust, kind=kind, check=check, test_id=test_id)
+    return _outside(
+        path, data, trust=trust, kind=kind, check=check, test_id=test_id, own_input=own_input
+    )

@@ -159,9 +159,16 @@ class SampleRepo:
 
 
 def make_repo(
-    root: Path, *, regression: bool = True, fixture_on_head: str | None = None
+    root: Path,
+    *,
+    regression: bool = True,
+    fixture_on_head: str | None = None,
+    base_files: Mapping[str, str] | None = None,
 ) -> SampleRepo:
-    """Create the sample repository: a base commit, then the patch commit (HEAD)."""
+    """Create the sample repository: a base commit, then the patch commit (HEAD).
+
+    ``base_files`` adds files to the base commit (a reviewed ``pyproject.toml``).
+    """
     path = root / "repo"
     tmp = root / "tmp"
     path.mkdir()
@@ -170,7 +177,7 @@ def make_repo(
     git(path, "config", "user.name", "flakecore e2e")
     git(path, "config", "user.email", "e2e@flakecore.invalid")
     git(path, "config", "commit.gpgsign", "false")
-    for name, text in _FILES.items():
+    for name, text in {**_FILES, **(base_files or {})}.items():
         file = path / name
         file.parent.mkdir(parents=True, exist_ok=True)
         file.write_text(text)

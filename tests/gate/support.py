@@ -7,17 +7,22 @@ refusal table has its accepted twin.
 
 from __future__ import annotations
 
+import atexit
 import datetime as dt
+import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from packets import NOW, NOW_TEXT, budget_packet, classify_report
 
 from flakecore.budget import ledger_row
+from flakecore.gate.basetrust import RecordTrust
 from flakecore.gate.ledger import record_file_name
 from flakecore.lease import Roles, build_lease
 
@@ -28,6 +33,7 @@ __all__ = [
     "NOW",
     "NOW_TEXT",
     "OTHER_HOST",
+    "OWN_OUTPUT",
     "PATCH",
     "REVIEWER",
     "TEST_ID",
@@ -37,6 +43,7 @@ __all__ = [
     "lease_record",
     "lease_report",
     "listing",
+    "on_base",
     "roles",
     "row_record",
     "store",
@@ -47,6 +54,9 @@ DIGEST = "8e" * 32
 HOST = "img:sha256:" + "a" * 64 + "+nonce:0123456789abcdef"
 OTHER_HOST = "img:sha256:" + "a" * 64 + "+nonce:fedcba9876543210"
 REVIEWER = "reviewer@example.test"
+#: Records in a temporary directory, outside the scored checkout (this one), no keys:
+#: the job's own output (docs/trust.md).
+OWN_OUTPUT = RecordTrust(checkout=Path(__file__).resolve().parent)
 #: The patch under review: a sha256 digest, as ``decide`` requires.
 PATCH = "f" * 64
 AUTHOR = "coding-agent-7"
@@ -145,3 +155,25 @@ def cli(
         env=environ,
         stdin=subprocess.DEVNULL,
     )
+
+
+@functools.cache
+def _base_checkout() -> tuple[Path, str]:
+    """One reviewed repository per test process (one commit, no [tool.flakecore]).
+
+    The records the tests write live outside it, so they count as the job's
+    own output (docs/trust.md), the way CI keeps them in its temporary directory.
+    """
+    root = Path(tempfile.mkdtemp(prefix="flakecore-base-"))
+    atexit.register(shutil.rmtree, root, True)
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.test"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "base"], check=True)
+    sha = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True)
+    return root, sha.stdout.strip()
+
+
+def on_base(*args: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``cli`` run in a reviewed checkout with ``--base`` its commit: a verb that needs a base."""
+    root, sha = _base_checkout()
+    return cli(*args, "--base", sha, cwd=root, env=env)
