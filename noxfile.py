@@ -16,7 +16,14 @@ nox.options.sessions = ["lint", "typing", "tests", "schemas"]
 nox.options.reuse_existing_virtualenvs = False
 nox.options.error_on_missing_interpreters = True
 
-TEST_DEPS = ["pytest>=8", "hypothesis>=6.100"]
+#: xdist, rerunfailures and NumPy: the pytest plugin's tests run real sessions with them.
+TEST_DEPS = [
+    "pytest>=8",
+    "hypothesis>=6.100",
+    "pytest-xdist>=3.5",
+    "pytest-rerunfailures>=14",
+    "numpy>=1.26",
+]
 LINT_DEPS = ["ruff>=0.6"]
 #: The benchmark's baselines (bare ijson); the suite runs a smoke of the benchmark.
 BENCH_DEPS = ["ijson>=3.2"]
@@ -51,7 +58,8 @@ def install_wheel(session: nox.Session, extras: str = "all") -> str:
 def tests(session: nox.Session) -> None:
     """Run the test suite against the installed wheel (slow tests and tests/schemas excluded)."""
     install_wheel(session)
-    session.install(*TEST_DEPS, *BENCH_DEPS, "build")
+    # setuptools and wheel: the isolation e2e tests pip-install a throwaway package offline.
+    session.install(*TEST_DEPS, *BENCH_DEPS, "build", "setuptools", "wheel")
     # tests/schemas is the schemas session's: each test runs once per README command.
     args = session.posargs or ["-m", "not slow", "-p", "no:cacheprovider", "--ignore=tests/schemas"]
     session.run("pytest", *args)

@@ -24,6 +24,7 @@ EXPECTED: dict[str, tuple[str, int]] = {
     "admit/cap-exceeded.json": ("REJECT_BUDGET", 5),
     "decide/eligible.json": ("ELIGIBLE", 0),
     "decide/same-runner.json": ("NOT_DISTINCT_RUNNER", 4),
+    "decide/look-alike-runner.json": ("MISSING_FIELD", 2),
     "decide/deterministic.json": ("NOT_FLAKE_SHAPED", 3),
     "decide/clean-run-passed.json": ("CLASS_MISMATCH", 3),
     "budget/flake-candidate.json": ("FLAKE_CANDIDATE", 0),

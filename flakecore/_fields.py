@@ -13,12 +13,14 @@ from flakecore.digest import is_digest
 
 __all__ = [
     "FORMAT_KEYS",
+    "MAX_SAFE_INTEGER",
     "MISSING",
     "format_problem",
     "is_bool",
     "is_count",
     "is_int",
     "is_nonblank",
+    "is_number",
     "is_seed",
     "is_sha",
     "is_v1",
@@ -38,10 +40,27 @@ MISSING: Final = _Missing()
 #: Keys every packet may carry to name its format.
 FORMAT_KEYS: Final = ("format", "format_version")
 
+#: Numbers in records stay within +-(2**53 - 1) (SPEC 8): beyond it a JavaScript
+#: reader (every JSON consumer that reads numbers as doubles) sees another value,
+#: so ``2**53`` and ``2**53 + 1`` would be two seeds here and one seed there.
+#: Larger seeds are strings.
+MAX_SAFE_INTEGER: Final = 2**53 - 1
+
 
 def is_int(value: object) -> bool:
-    """A JSON integer: not a bool, not ``5.0``."""
-    return isinstance(value, int) and not isinstance(value, bool)
+    """A JSON integer every consumer reads alike: not a bool, not ``5.0``, within +-(2**53 - 1)."""
+    return (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+    )
+
+
+def is_number(value: object) -> bool:
+    """A finite JSON number within +-(2**53 - 1) (an integer or a float, not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER  # NaN compares false
 
 
 def is_count(value: object) -> bool:
@@ -60,7 +79,7 @@ def is_nonblank(value: object) -> bool:
 
 
 def is_seed(value: object) -> bool:
-    """A seed is a JSON string or integer, compared by value *and* type."""
+    """A seed is a JSON string or integer (within +-(2**53 - 1)), compared by value *and* type."""
     return isinstance(value, str) or is_int(value)
 
 

@@ -47,7 +47,7 @@ def _incomplete_reasons(packet: Mapping[str, object]) -> list[str]:
         if value is MISSING:
             reasons.append(f"{name} is missing")
         elif not is_int(value):
-            reasons.append(f"{name} must be an integer")
+            reasons.append(f"{name} must be an integer within +-(2^53-1)")
     for name in _DIGESTS:
         value = packet.get(name, MISSING)
         if value is MISSING:

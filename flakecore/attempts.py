@@ -22,13 +22,23 @@ from flakecore.jsonio import compact_line, load_object
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import Seed
 
-__all__ = ["MAX_LINE_BYTES", "AttemptWriter", "LogSummary", "reduce_logs"]
+__all__ = ["MAX_LINE_BYTES", "AttemptWriter", "LogSummary", "append_line", "reduce_logs"]
 
 _LINE_KEYS = frozenset({"seed", "n", "result"})
 _RESULTS = frozenset(r.value for r in AttemptResult)
 _WHITESPACE = frozenset(b" \t\r\n\x0b\x0c")
 #: An honest attempt line is ~60 bytes; a longer one is refused unread.
 MAX_LINE_BYTES = 4096
+#: How a writer that holds no descriptor opens its log again for each line.
+_REOPEN = os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+
+
+def append_line(fd: int, line: bytes, path: str | os.PathLike[str]) -> None:
+    """One whole line in one ``write`` to an ``O_APPEND`` descriptor, fsynced before returning."""
+    written = os.write(fd, line)
+    if written != len(line):
+        raise OSError(f"{os.fspath(path)}: short write ({written} of {len(line)} bytes)")
+    os.fsync(fd)
 
 
 @attrs.frozen(kw_only=True)
@@ -74,28 +84,43 @@ class AttemptWriter:
     :meth:`append` returns, so a crash leaves at most one truncated last line
     (which the reducer refuses) and never a reordered one.  The file is
     created exclusively: a second writer on the same file is an error.
+
+    With ``hold=False`` no descriptor is held between lines: each
+    :meth:`append` opens the file again (append-only, never following a
+    symlink), for a process that writes one log per test and would
+    otherwise run out of descriptors (the pytest plugin).
     """
 
-    def __init__(self, path: str | os.PathLike[str], seed: Seed) -> None:
+    def __init__(self, path: str | os.PathLike[str], seed: Seed, *, hold: bool = True) -> None:
         if not is_seed(seed):
-            raise TypeError("seed must be a str or int")
+            raise TypeError("seed must be a str or an int within +-(2**53 - 1)")
         self.path = Path(path)
         self.seed = seed
         self._n = 0
+        self._hold = hold
+        self._closed = False
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        if not hold:
+            os.close(self._fd)
+            self._fd = -1
 
     def append(self, result: AttemptResult) -> int:
         """Record one started attempt; returns its number ``n``."""
+        if self._closed:
+            raise ValueError(f"{self.path}: the attempt log is closed")
         self._n += 1
         line = compact_line({"seed": self.seed, "n": self._n, "result": result.value})
-        written = os.write(self._fd, line)
-        if written != len(line):
-            raise OSError(f"{self.path}: short write ({written} of {len(line)} bytes)")
-        os.fsync(self._fd)
+        fd = self._fd if self._hold else os.open(self.path, _REOPEN)
+        try:
+            append_line(fd, line, self.path)
+        finally:
+            if not self._hold:
+                os.close(fd)
         return self._n
 
     def close(self) -> None:
         """Close the file; no more lines can be appended."""
+        self._closed = True
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
@@ -148,9 +173,9 @@ def _check_line(raw: bytes, source: str, number: int) -> dict[str, object]:
     if extra:
         raise _Refusal(f"{where}: unknown field {extra[0]!r}")
     if not is_int(obj["n"]):
-        raise _Refusal(f"{where}: n must be a JSON integer")
+        raise _Refusal(f"{where}: n must be a JSON integer within +-(2^53-1)")
     if not is_seed(obj["seed"]):
-        raise _Refusal(f"{where}: seed must be a JSON string or integer")
+        raise _Refusal(f"{where}: seed must be a JSON string or an integer within +-(2^53-1)")
     if not isinstance(obj["result"], str) or obj["result"] not in _RESULTS:
         raise _Refusal(f"{where}: unknown result {obj['result']!r}")
     return obj

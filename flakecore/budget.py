@@ -18,6 +18,7 @@ from flakecore._fields import (
 from flakecore.codes import BudgetCode, PolicyName
 from flakecore.decision import Decision
 from flakecore.digest import is_digest
+from flakecore.errors import UsageError
 from flakecore.exits import BUDGET_EXIT
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import BUDGET_FIELDS, BudgetPacket
@@ -42,12 +43,12 @@ def _malformed(packet: Mapping[str, object]) -> list[str]:
         reasons.append("property_holds must be a boolean, or null when not scored")
     seeds = packet.get("seeds", MISSING)
     if not isinstance(seeds, list) or not all(is_seed(s) for s in seeds):
-        reasons.append("seeds must be a list of strings or integers")
+        reasons.append("seeds must be a list of strings or integers (larger than 2^53-1: strings)")
     passes = packet.get("passes", MISSING)
     if passes is MISSING or not (passes is None or is_count(passes)):
-        reasons.append("passes must be a non-negative integer, or null when not started")
+        reasons.append("passes must be an integer in 0..2^53-1, or null when not started")
     if not is_count(packet.get("budget", MISSING)):
-        reasons.append("budget must be a non-negative integer")
+        reasons.append("budget must be an integer in 0..2^53-1")
     opened = packet.get("opened_against", MISSING)
     if opened is not MISSING and not is_sha(opened):
         reasons.append("opened_against must be a full commit id")
@@ -131,12 +132,16 @@ def ledger_row(
     """The ledger row a ``FLAKE_CANDIDATE`` opens (expiring after the lease window), else None.
 
     ``opened_against`` is required here: a row that cannot name its parent
-    commit cannot be recomputed, so it is never written.
+    commit cannot be recomputed, so it is never written.  A ``today`` so
+    late that the expiry would pass 9999-12-31 is a :class:`UsageError`
+    (no clock is there; the date cannot be written).
     """
     decision = budget(packet, policy=policy)
     data = packet.to_json() if isinstance(packet, BudgetPacket) else packet
     if not decision.accepted or "opened_against" not in data:
         return None
+    if dt.date.max - today < policy.max_lease:  # subtract: today + max_lease would overflow
+        raise UsageError(f"today {today} leaves no room for a row before {dt.date.max}")
     return {
         "format": "flakecore.ledger-row",
         "format_version": "1.0",

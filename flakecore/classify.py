@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import math
 from collections.abc import Mapping, Sequence
 
 import attrs
@@ -15,12 +14,14 @@ from flakecore._fields import (
     is_count,
     is_int,
     is_nonblank,
+    is_number,
     unknown_keys,
 )
 from flakecore.codes import ClassifyClass, PolicyName
 from flakecore.decision import Decision
 from flakecore.digest import is_digest
 from flakecore.exits import CLASSIFY_EXIT, CLASSIFY_FLAKE_LEASE_REFUSED
+from flakecore.identity import identity_problem
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import CLASSIFY_FIELDS, ClassifyReport
 from flakecore.timeutil import format_rfc3339, parse_rfc3339
@@ -91,16 +92,11 @@ def _replay_problems(replays: object) -> list[str]:
         if not is_bool(passed):
             problems.append(f"{where}.passed must be a JSON boolean")
         if exit_code is not None and not is_int(exit_code):
-            problems.append(f"{where}.exit_code must be an integer or null")
+            problems.append(f"{where}.exit_code must be an integer within +-(2^53-1) or null")
         elif passed is True and exit_code not in (None, 0):
             problems.append(f"{where} passed with exit code {exit_code}")
-        if duration is not None and not (
-            isinstance(duration, (int, float))
-            and not isinstance(duration, bool)
-            and math.isfinite(duration)
-            and duration >= 0
-        ):
-            problems.append(f"{where}.duration_s must be a finite number >= 0 or null")
+        if duration is not None and not (is_number(duration) and duration >= 0):
+            problems.append(f"{where}.duration_s must be a number in 0..2^53-1 or null")
     return problems
 
 
@@ -112,13 +108,14 @@ def lease_window_problems(
     Only the owner/expiry window: a stored lease *record* is judged as a whole
     by :func:`flakecore.lease.lease_problems`.
 
-    The expiry must be timezone-aware, strictly after ``now`` and no later
-    than ``now`` plus the policy's maximum lease: a 2099 expiry is a
-    permanent freeze, not a lease.
+    The owner must be a plain identity (:mod:`flakecore.identity`: printable
+    ASCII, not blank).  The expiry must be timezone-aware, strictly after
+    ``now`` and no later than ``now`` plus the policy's maximum lease: a 2099
+    expiry is a permanent freeze, not a lease.
     """
     problems: list[str] = []
-    if not is_nonblank(owner):
-        problems.append("owner is missing or blank")
+    if (problem := identity_problem(owner)) is not None:
+        problems.append(f"owner {problem}")
     if now.tzinfo is None or now.utcoffset() is None:
         problems.append("the evaluation time is naive")
         return problems
@@ -132,7 +129,7 @@ def lease_window_problems(
         return problems
     if expiry <= now:
         problems.append(f"expires_at {format_rfc3339(expiry)} is not after now")
-    elif expiry > now + policy.max_lease:
+    elif expiry - now > policy.max_lease:  # subtract: now + max_lease overflows past 9999
         problems.append(f"expires_at is more than {policy.max_lease_days} days away")
     return problems
 

@@ -9,7 +9,7 @@ from flakecore.codes import DecideCode, FailureClass, PolicyName
 from flakecore.decision import Decision
 from flakecore.digest import is_digest
 from flakecore.exits import DECIDE_EXIT
-from flakecore.identity import same_runner
+from flakecore.identity import runner_id_problem, same_runner
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import DECIDE_FIELDS, DECIDE_IDENTITY_FIELDS, DecidePacket
 
@@ -20,6 +20,7 @@ DecideDecision = Decision[DecideCode]
 _CLASSES = frozenset(c.value for c in FailureClass)
 _BOOLS = ("property_cohort_passed", "clean_run_completed")
 _ECHOES = ("clean_fixture_hash", "clean_input_hash")
+_RUNNERS = ("local_runner_id", "clean_runner_id")
 #: Hashes are sha256 digests (SPEC 5): an uppercase or prefixed "hash" that
 #: happens to equal its echo must not make a vote eligible.
 _HASHES = ("patch_hash", "fixture_hash", "minimized_input_hash", *_ECHOES)
@@ -32,7 +33,11 @@ def _malformed(packet: Mapping[str, object]) -> list[str]:
         reasons.append(problem)
     reasons += [f"unknown field {k!r}" for k in unknown_keys(packet, DECIDE_FIELDS)]
     for name in DECIDE_IDENTITY_FIELDS:
-        if not is_nonblank(packet.get(name, MISSING)):
+        value = packet.get(name, MISSING)
+        if name in _RUNNERS:  # SPEC 8: a copy with U+2010 for '-' is no runner at all
+            if (problem := runner_id_problem(value)) is not None:
+                reasons.append(f"{name} {problem}")
+        elif not is_nonblank(value):
             reasons.append(f"{name} is missing or blank")
     for name in ("local_class", "clean_class"):
         value = packet.get(name, MISSING)

@@ -7,11 +7,11 @@ execution: reruns are separate attempts, in order, never merged.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 
 import attrs
 
+from flakecore._fields import MAX_SAFE_INTEGER
 from flakecore.codes import AttemptFlag, Outcome
 
 __all__ = [
@@ -29,10 +29,10 @@ ATTEMPT_RECORD_FORMAT = "flakecore.attempt-record"
 
 
 def duration_or_none(value: float | None) -> float | None:
-    """A duration that is not finite and non-negative is unknown, not zero."""
+    """A duration outside 0..2**53-1 seconds (or NaN) is unknown, not zero (SPEC 8)."""
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value) if math.isfinite(value) and value >= 0 else None
+    return float(value) if 0 <= value <= MAX_SAFE_INTEGER else None  # NaN compares false
 
 
 @attrs.frozen(kw_only=True)

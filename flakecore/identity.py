@@ -1,7 +1,34 @@
-"""Runner identities: ``img:<image digest>+nonce:<16 hex>`` (SPEC 2).
+"""Identities (SPEC 8): who owns, accepts or wrote a freeze, and which runner ran it.
 
-The nonce is drawn fresh at job start, so two jobs on the same image are
-still two runners; without a nameable image the identity says so honestly
+Owners, acceptors, patch authors and runner ids are *plain*: printable ASCII
+(U+0020..U+007E) with at least one character that is not a space.  Nothing
+else is an identity, so a record that names one is incomplete:
+
+- blank or whitespace-only (Unicode's whitespace, NBSP included) is *missing*;
+- a control character (a newline in an owner), a format character (ZWSP,
+  a lone U+200D), a filler that renders as nothing but is not a format
+  character (U+3164, U+115F, U+034F, U+FE0F), or any other non-ASCII
+  character (a Cyrillic U+043E for ``o`` in ``coding-agent``, U+2010 for
+  ``-``) is not an identity.
+
+"After NFKC" (SPEC 8): NFKC changes no printable ASCII string, so a valid
+identity is already its own NFKC form.  A character that NFKC would fold to
+ASCII (fullwidth U+FF42 for ``b``, the ligature U+FB01, the Kelvin sign) is
+refused rather than folded: the record must spell the identity it means, and
+a validator in any language (``$defs/identity`` in the schemas, which has no
+NFKC) gives the same answer.  A look-alike is therefore never a *different*
+identity: it is no identity at all.
+
+Two identities are the same when they are equal after case folding and with
+spaces removed (:func:`same_identity`): ``Bot`` and ``bot `` are one identity
+pretending to be two.  For text that is not an identity the comparison also
+applies NFKC and drops whitespace and format characters, so a caller that
+compares before validating still sees width, case and invisible-character
+variants as one; only validation refuses the rest (Cyrillic, U+2010).
+
+The runner id grammar is ``img:<image digest>+nonce:<16 hex>`` (SPEC 2): the
+nonce is drawn fresh at job start, so two jobs on the same image are still
+two runners; without a nameable image the identity says so honestly
 (``img:local-uncontainerized``), which is not a pass.
 """
 
@@ -13,13 +40,23 @@ import unicodedata
 
 import attrs
 
-__all__ = ["LOCAL_IMAGE", "RunnerId", "same_runner"]
+__all__ = [
+    "LOCAL_IMAGE",
+    "RunnerId",
+    "identity_problem",
+    "is_identity",
+    "is_runner_id",
+    "runner_id_problem",
+    "same_identity",
+    "same_runner",
+]
 
 #: The honest image name when the job does not run in a nameable image.
 LOCAL_IMAGE = "local-uncontainerized"
 
 _IMAGE = re.compile(r"(?:sha256:[0-9a-f]{64}|[0-9a-f]{64}|local-uncontainerized)")
 _RUNNER = re.compile(r"img:(?P<image>[^+\s]+)\+nonce:(?P<nonce>[0-9a-f]{16})")
+_RUNNER_GRAMMAR = "'img:<image digest>+nonce:<16 hex>'"
 
 
 @attrs.frozen
@@ -44,7 +81,7 @@ class RunnerId:
         """Parse ``img:<digest>+nonce:<16 hex>``; raise ``ValueError`` otherwise."""
         m = _RUNNER.fullmatch(text)
         if m is None or _IMAGE.fullmatch(m["image"]) is None:
-            raise ValueError(f"{text[:80]!r} is not 'img:<image digest>+nonce:<16 hex>'")
+            raise ValueError(f"{text[:80]!r} is not {_RUNNER_GRAMMAR}")
         return cls(image=m["image"], nonce=m["nonce"])
 
     @property
@@ -56,16 +93,72 @@ class RunnerId:
         return f"img:{self.image}+nonce:{self.nonce}"
 
 
-def _fold(text: str) -> str:
+def identity_problem(value: object) -> str | None:
+    """Why ``value`` is not an identity, as a phrase after the field name; None when it is one.
+
+    ``"is missing or blank"`` for anything that is not a string with a
+    non-whitespace character (callers refuse it as a missing field);
+    otherwise the first character outside printable ASCII, by code point and
+    position, so the one-line error shows what the eye cannot.
+    """
+    if not isinstance(value, str) or not value.strip():
+        return "is missing or blank"
+    if value.isascii() and value.isprintable():  # both C loops; the common case
+        return None
+    at, char = next((i, c) for i, c in enumerate(value) if not " " <= c <= "~")
+    name = unicodedata.name(char, unicodedata.category(char))
+    return f"is not printable ASCII: U+{ord(char):04X} ({name}) at index {at}"
+
+
+def is_identity(value: object) -> bool:
+    """Whether ``value`` is a plain identity (printable ASCII, not blank)."""
+    return identity_problem(value) is None
+
+
+def runner_id_problem(value: object) -> str | None:
+    """Why ``value`` is not a runner id (a phrase after the field name); None when it is one."""
+    if not isinstance(value, str) or not value.strip():
+        return "is missing or blank"
+    try:
+        RunnerId.parse(value)
+    except ValueError:
+        return f"is not a runner id {_RUNNER_GRAMMAR}"
+    return None
+
+
+def is_runner_id(value: object) -> bool:
+    """Whether ``value`` follows the runner id grammar exactly (no case or space variants)."""
+    return runner_id_problem(value) is None
+
+
+def _fold_slow(text: str) -> str:
     folded = unicodedata.normalize("NFKC", text).casefold()
     return "".join(ch for ch in folded if not ch.isspace() and unicodedata.category(ch) != "Cf")
 
 
-def same_runner(a: str, b: str) -> bool:
-    """Whether two runner ids name the same runner.
+def _fold(text: str) -> str:
+    """The comparison key: NFKC, case folding, whitespace and format characters removed.
 
-    Compared after Unicode NFKC, case folding and removal of whitespace and
-    invisible format characters: ids that differ only there are one runner
-    pretending to be two, and must not vouch for each other.
+    ASCII text (every valid identity) takes a fast path with the same answer:
+    NFKC leaves ASCII unchanged, ``casefold`` on ASCII is ``lower``, ASCII has
+    no format characters, and ``str.split()`` splits on exactly the
+    characters ``str.isspace`` names.
+    """
+    if text.isascii():
+        return "".join(text.lower().split())
+    return _fold_slow(text)
+
+
+def same_identity(a: str, b: str) -> bool:
+    """Whether two identities name the same owner, acceptor, author or runner.
+
+    Compared after case folding and without spaces (and, for text that is
+    not an identity, after NFKC and without invisible format characters):
+    identities that differ only there are one identity pretending to be two,
+    and must not vouch for each other.
     """
     return _fold(a) == _fold(b)
+
+
+#: Runner ids are identities: the same comparison, under the name SPEC 3.2 uses.
+same_runner = same_identity

@@ -11,10 +11,11 @@ evidence replaces it.
 
 Roles stay apart: the replay host only appends attempt rows, the acceptor
 (a reviewer or a separate policy job) accepts the lease, and neither the
-replay host nor the patch author may be the acceptor.  Identities are
-compared like runner ids (:func:`flakecore.identity.same_runner`: NFKC, case
-folding, whitespace and invisible characters removed), so ``Bot`` and
-``bot `` are one identity pretending to be two.
+replay host nor the patch author may be the acceptor.  Owners, acceptors,
+authors and hosts are plain identities (:mod:`flakecore.identity`: printable
+ASCII), compared with case folded and spaces removed, so ``Bot`` and
+``bot `` are one identity pretending to be two, and a look-alike spelt with
+other characters is no identity at all.
 
 Pure: no clock (``now`` is an argument) and no files.
 """
@@ -32,7 +33,7 @@ from flakecore._fields import MISSING, is_bool, is_int, is_nonblank, is_v1
 from flakecore.classify import ClassifyDecision, classify
 from flakecore.codes import ClassifyClass
 from flakecore.digest import is_digest
-from flakecore.identity import RunnerId, same_runner
+from flakecore.identity import identity_problem, runner_id_problem, same_identity
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import CLASSIFY_FIELDS
 from flakecore.timeutil import format_rfc3339, parse_rfc3339
@@ -127,37 +128,23 @@ class LeaseOutcome:
         return self.record is not None
 
 
-def _is_runner_id(value: object) -> bool:
-    if not isinstance(value, str):
-        return False
-    try:
-        RunnerId.parse(value)
-    except ValueError:
-        return False
-    return True
-
-
 def role_problems(replay_host: object, accepted_by: object, patch_author: object) -> list[str]:
     """Why these three roles are not apart (empty list: they are).
 
-    The patch author is required: a lease that cannot name the author cannot
-    show that the author did not accept it.
+    Each must be a plain identity (:mod:`flakecore.identity`; the replay host
+    a runner id), so a look-alike of the author (a Cyrillic U+043E for ``o``,
+    a zero width space) is refused rather than counted as somebody else.  The patch
+    author is required: a lease that cannot name the author cannot show that
+    the author did not accept it.
     """
-    problems: list[str] = []
-    if not is_nonblank(replay_host):
-        problems.append("replay_host is missing or blank")
-    elif not _is_runner_id(replay_host):
-        problems.append("replay_host is not a runner id 'img:<image digest>+nonce:<16 hex>'")
-    if not is_nonblank(accepted_by):
-        problems.append("accepted_by is missing or blank")
-    if not is_nonblank(patch_author):
-        problems.append("patch_author is missing or blank: the acceptor cannot be shown apart")
-    if not is_nonblank(accepted_by):
-        return problems
-    assert isinstance(accepted_by, str)
-    if isinstance(replay_host, str) and same_runner(accepted_by, replay_host):
+    host = runner_id_problem(replay_host)
+    acceptor = identity_problem(accepted_by)
+    author = identity_problem(patch_author)
+    named = (("replay_host", host), ("accepted_by", acceptor), ("patch_author", author))
+    problems = [f"{name} {problem}" for name, problem in named if problem is not None]
+    if acceptor is None and host is None and same_identity(str(accepted_by), str(replay_host)):
         problems.append("accepted_by is the replay host: the replay host never accepts its lease")
-    if isinstance(patch_author, str) and same_runner(accepted_by, patch_author):
+    if acceptor is None and author is None and same_identity(str(accepted_by), str(patch_author)):
         problems.append("accepted_by is the patch author: an author never accepts its own freeze")
     return problems
 
@@ -317,7 +304,7 @@ def _time_problems(
         return problems, opened  # classify names the bad expiry
     if expiry <= opened:
         problems.append("expires_at is not after opened_at")
-    elif expiry > opened + policy.max_lease:
+    elif expiry - opened > policy.max_lease:  # subtract: adding overflows past 9999
         problems.append(
             f"expires_at is more than {policy.max_lease_days} days after opened_at: "
             "a lease that long is a permanent freeze"

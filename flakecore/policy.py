@@ -12,6 +12,7 @@ import datetime as dt
 
 import attrs
 
+from flakecore._fields import MAX_SAFE_INTEGER, is_int
 from flakecore.digest import canonical_json_sha256
 from flakecore.errors import UsageError
 
@@ -19,11 +20,29 @@ __all__ = ["DEFAULT_POLICY", "DEFAULT_SEEDS", "EMPTY_TABLE_SHA256", "Policy", "P
 
 #: Seed list committed before a seed-budget run (SPEC 3.3).
 DEFAULT_SEEDS: tuple[int, ...] = (11, 23, 47, 71, 97, 131, 173, 211)
+_MAX_DAYS = dt.timedelta.max.days
 
 
 def _positive(_: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise UsageError(f"policy {attribute.name} must be a positive integer, got {value!r}")
+    # Bounded too: decisions record these numbers (SPEC 8: within 2**53 - 1).
+    if not is_int(value) or value < 1:
+        raise UsageError(
+            f"policy {attribute.name} must be an integer in 1..{MAX_SAFE_INTEGER}, got {value!r}"
+        )
+
+
+def _lease_days(policy: object, attribute: attrs.Attribute[int], value: int) -> None:
+    _positive(policy, attribute, value)
+    if value > _MAX_DAYS:  # datetime.timedelta holds no more
+        raise UsageError(f"policy {attribute.name} must be at most {_MAX_DAYS}, got {value!r}")
+
+
+def _seeds(_: object, attribute: attrs.Attribute[tuple[int, ...]], value: tuple[int, ...]) -> None:
+    if not isinstance(value, tuple) or not all(is_int(s) for s in value):
+        raise UsageError(
+            f"policy {attribute.name} must be integers within +-{MAX_SAFE_INTEGER}; "
+            "larger seeds are strings"
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -40,11 +59,11 @@ class Policy:
     """``admit``: base misses needed for ``ACCEPT_PREEXISTING`` (``MIN_BASE_MISSES``)."""
     min_seed_budget: int = attrs.field(default=8, validator=_positive)
     """``budget``: fewest committed seeds a run may use."""
-    default_seeds: tuple[int, ...] = DEFAULT_SEEDS
+    default_seeds: tuple[int, ...] = attrs.field(default=DEFAULT_SEEDS, validator=_seeds)
     """``budget``: the seed list used when a run names none."""
     replay_budget: int = attrs.field(default=5, validator=_positive)
     """``classify``: replays a lease needs."""
-    max_lease_days: int = attrs.field(default=14, validator=_positive)
+    max_lease_days: int = attrs.field(default=14, validator=_lease_days)
     """``classify`` and ledger rows: longest lease / row lifetime."""
     max_log_lines: int = attrs.field(default=10_000, validator=_positive)
     """Attempt logs longer than this are refused unread."""

@@ -3,10 +3,16 @@
 ``datetime.fromisoformat`` accepts naive times and (on 3.11+) many ISO forms
 that other languages' parsers do not.  A lease expiry must mean the same
 thing to every runner, so only RFC 3339 with an explicit offset is accepted.
+
+Arithmetic never overflows: every parsed instant is representable in UTC
+(``9999-12-31T23:00:00-05:00`` is year 10000 there, and is refused), and
+callers compare spans by subtracting two instants (``expiry - now >
+max_lease``), never by adding a span to one, which overflows past year 9999.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import re
 
@@ -46,11 +52,22 @@ def parse_rfc3339(text: str) -> dt.datetime:
         tz = dt.timezone(sign * dt.timedelta(hours=hours, minutes=minutes))
     if second == 60:  # leap second: RFC 3339 allows it, datetime does not
         second = 59
-    return dt.datetime(year, month, day, hour, minute, second, micro, tzinfo=tz)
+    when = dt.datetime(year, month, day, hour, minute, second, micro, tzinfo=tz)
+    try:
+        when.astimezone(dt.timezone.utc)
+    except OverflowError:
+        raise ValueError(f"{text!r} is outside years 0001..9999 in UTC") from None
+    return when
 
 
 def format_rfc3339(when: dt.datetime) -> str:
-    """Format an aware datetime as RFC 3339 in UTC with a ``Z`` suffix."""
+    """Format an aware datetime as RFC 3339 in UTC with a ``Z`` suffix.
+
+    An instant UTC cannot hold in ``datetime``'s range (only a caller's own
+    datetime: :func:`parse_rfc3339` never returns one) keeps its own offset.
+    """
     if when.tzinfo is None or when.utcoffset() is None:
         raise ValueError("naive datetime")
-    return when.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+    with contextlib.suppress(OverflowError):
+        when = when.astimezone(dt.timezone.utc)
+    return when.isoformat().replace("+00:00", "Z")

@@ -42,6 +42,7 @@ __all__ = [
     "attempt_line",
     "iter_attempts",
     "iter_jsonl",
+    "iter_test_ids",
     "report_format",
     "sniff",
     "write_jsonl",
@@ -142,6 +143,26 @@ def iter_attempts(
     finally:
         if owned:
             stream.close()
+
+
+def iter_test_ids(
+    path_or_stream: str | os.PathLike[str] | BinaryIO,
+    *,
+    format: str = "auto",
+    source_name: str | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> Iterator[str]:
+    """Each test id of one report once, in order of first appearance (``ingest --list-ids``).
+
+    Read like :func:`iter_attempts` (same ids, same refusals).
+    """
+    seen: set[str] = set()
+    for attempt in iter_attempts(
+        path_or_stream, format=format, source_name=source_name, limits=limits
+    ):
+        if attempt.test_id not in seen:
+            seen.add(attempt.test_id)
+            yield attempt.test_id
 
 
 def iter_jsonl(

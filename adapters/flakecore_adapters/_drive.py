@@ -23,11 +23,15 @@ Parse = Callable[..., Iterator[None]]
 
 
 def attempts_from(
-    parse: Parse, reader: Reader, *, limits: Limits, only: str | None
+    parse: Parse, reader: Reader, *, limits: Limits, only: str | None, alias: str | None = None
 ) -> Iterator[Attempt]:
-    """The attempts ``parse`` finds, as objects, in emission order."""
+    """The attempts ``parse`` finds, as objects, in emission order (``alias``: see ``Emitter``)."""
     emitter = Emitter(
-        source=reader.source, window=limits.reorder_window, only=only, build=trusted_attempt
+        source=reader.source,
+        window=limits.reorder_window,
+        only=only,
+        alias=alias,
+        build=trusted_attempt,
     )
     for _ in parse(reader, limits, emitter, text=False):
         if emitter.out:
@@ -36,11 +40,22 @@ def attempts_from(
 
 
 def lines_from(
-    parse: Parse, reader: Reader, *, limits: Limits, only: str | None, counts: dict[str, int]
+    parse: Parse,
+    reader: Reader,
+    *,
+    limits: Limits,
+    only: str | None,
+    counts: dict[str, int],
+    alias: str | None = None,
 ) -> Iterator[list[str]]:
     """The same records rendered as JSON lines, in batches (same order and bytes)."""
     emitter = Emitter(
-        source=reader.source, window=limits.reorder_window, only=only, build=render, counts=counts
+        source=reader.source,
+        window=limits.reorder_window,
+        only=only,
+        alias=alias,
+        build=render,
+        counts=counts,
     )
     for _ in parse(reader, limits, emitter, text=True):
         if emitter.out:

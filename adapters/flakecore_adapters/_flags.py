@@ -146,6 +146,7 @@ class Emitter:
     """
 
     __slots__ = (
+        "_alias",
         "_build",
         "_converted",
         "_element",
@@ -168,11 +169,15 @@ class Emitter:
         window: int,
         build: Builder,
         only: str | None = None,
+        alias: str | None = None,
         counts: dict[str, int] | None = None,
     ) -> None:
         self._source = source
         self._window = window
         self._only = only
+        # Another id the format gives the test ``only`` names (pytest's JUnit form of a node id):
+        # its attempts are kept too, under ``only``.
+        self._alias = alias
         self._build = build
         #: Ready records, in input order.
         self.out: list[Any] = []
@@ -211,7 +216,9 @@ class Emitter:
     ) -> None:
         """Queue one attempt (``src``: a ``Source``, or the source JSON for text output)."""
         if self._only is not None and test_id != self._only:
-            return
+            if test_id != self._alias:
+                return
+            test_id = self._only
         index = self._next
         self._next = index + 1
         oldest = index - self._window  # attempts before this index are out of reach

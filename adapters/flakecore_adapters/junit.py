@@ -35,6 +35,7 @@ from flakecore_adapters._drive import attempts_from, lines_from
 from flakecore_adapters._flags import Emitter
 from flakecore_adapters._input import Reader
 from flakecore_adapters._limits import Limits
+from flakecore_adapters._pytest_ids import PYTEST_SUITE, alias, node_id
 from flakecore_adapters._render import HEAD, file_prefix, quote, source_json
 from flakecore_adapters._xml import feed, hardened_parser
 
@@ -233,9 +234,11 @@ def _handlers(
             case = tc.get("name")
             classname = tc.get("classname")
             # The usual classname (no blanks around it); the id is written as
-            # it is when it needs no escaping, else spliced from the quoted parts.
+            # it is when it needs no escaping, else spliced from the quoted parts
+            # (pytest's xunit1 testcases: the node id, quoted whole).
             if case is not None and classname and classname.strip() == classname:
-                test_id = f"{classname}::{case}"
+                node = node_id(tc, suite) if suite == PYTEST_SUITE else None
+                test_id = node or f"{classname}::{case}"
                 if len(test_id) <= max_id and test_id.isascii():
                     time = tc.get("time")
                     timed = durations.get(time)
@@ -255,8 +258,9 @@ def _handlers(
                     else:
                         quoted = quote(case)
                         named = quote(classname)
+                        head = quote(node) if node else f"{named[:-1]}::{quoted[1:]}"
                         records.append(
-                            f"{HEAD}{named[:-1]}::{quoted[1:]}{timed}{tc_line}"
+                            f"{HEAD}{head}{timed}{tc_line}"
                             f"{_CLASSNAME_KEY}{named}{_NAME_KEY}{quoted}{tail}"
                         )
                     ids.append(test_id)
@@ -379,14 +383,14 @@ def _detailed(
 
 def iter_attempts(reader: Reader, *, limits: Limits, only: str | None = None) -> Iterator[Attempt]:
     """Attempts of a JUnit XML report, in document order."""
-    return attempts_from(_parse, reader, limits=limits, only=only)
+    return attempts_from(_parse, reader, limits=limits, only=only, alias=alias(only))
 
 
 def iter_lines(
     reader: Reader, *, limits: Limits, only: str | None = None, counts: dict[str, int]
 ) -> Iterator[list[str]]:
     """The attempt records of a JUnit XML report as JSON lines, in batches."""
-    return lines_from(_parse, reader, limits=limits, only=only, counts=counts)
+    return lines_from(_parse, reader, limits=limits, only=only, counts=counts, alias=alias(only))
 
 
 _PASS_HEAD = ',"outcome":"pass","native":"passed","attempt":1,"duration_s":'
@@ -472,7 +476,7 @@ class _Cases:
             raise InputError("testcase without a name attribute", source=source, line=line)
         classname = attrs.get("classname")
         stripped = classname.strip() if classname else ""
-        test_id = f"{stripped}::{name}" if stripped else name
+        test_id = node_id(attrs, suite) or (f"{stripped}::{name}" if stripped else name)
         max_id = limits.max_id_chars
         if len(test_id) > max_id or not test_id.isascii():
             check_id(test_id, max_id, source, line)

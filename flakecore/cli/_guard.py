@@ -59,7 +59,11 @@ def _run(args: argparse.Namespace) -> int:
             tuple(args.ledger_glob) if args.ledger_glob else config.effective_ledger_globs
         )
         result = run_guard(
-            args.repo, args.base, fixture_globs=fixture_globs, ledger_globs=ledger_globs
+            args.repo,
+            args.base,
+            fixture_globs=fixture_globs,
+            ledger_globs=ledger_globs,
+            ledger_dirs=(config.ledger_dir, config.lease_dir),
         )
     except (guard.GitError, worktree.GitError) as exc:
         message = f"guard: cannot read the diff: {exc}"

@@ -11,20 +11,22 @@ attempts so far) on one line that the summary replaces.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, BinaryIO, cast
 
 from flakecore.cli._common import adapters, die
 from flakecore.errors import UsageError
-from flakecore.exits import EXIT_DATAERR, EXIT_OK
+from flakecore.exits import EXIT_DATAERR, EXIT_OK, EXIT_USAGE
 from flakecore.gate.runtime import atomic_file
+from flakecore.testids import closest_ids
 
 __all__ = ["register"]
 
@@ -52,7 +54,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="report format: auto (the default: from the content) or a name the adapters "
         "register (junit, pytest-json, ...: see docs/adapters.md)",
     )
-    parser.add_argument("--test-id", metavar="ID", help="keep only this test's attempts")
+    parser.add_argument(
+        "--test-id",
+        metavar="ID",
+        help="keep only this test's attempts (a pytest node id also matches pytest's xunit2 "
+        "JUnit form of it; see docs/adapters.md)",
+    )
+    parser.add_argument(
+        "--list-ids",
+        action="store_true",
+        help="print each test id the reports hold, once, instead of the records",
+    )
     parser.add_argument("--out", metavar="FILE", help="write here (atomically) instead of stdout")
     parser.set_defaults(run=_run)
 
@@ -93,6 +105,38 @@ def _write(args: argparse.Namespace, out: BinaryIO, counts: Counter[str]) -> int
         if progress is not None:
             progress.clear()
     return _attempts(counts)
+
+
+def _ids(args: argparse.Namespace) -> Iterator[str]:
+    """Each test id of the reports once, in order of first appearance."""
+    iter_test_ids = cast(Callable[..., Iterable[str]], adapters("ingest").iter_test_ids)
+    seen: set[str] = set()
+    for report in args.reports:
+        source: Any = sys.stdin.buffer if report == "-" else report
+        for test_id in iter_test_ids(source, format=args.format, source_name=report):
+            if test_id not in seen:
+                seen.add(test_id)
+                yield test_id
+
+
+def _write_ids(args: argparse.Namespace, out: BinaryIO) -> int:
+    """``--list-ids``: one id per line (JSON-quoted when it is not printable); returns how many."""
+    count = 0
+    for test_id in _ids(args):
+        text = test_id if test_id.isprintable() else json.dumps(test_id)
+        out.write(text.encode("utf-8", "backslashreplace") + b"\n")
+        count += 1
+    return count
+
+
+def _closest(args: argparse.Namespace) -> str:
+    """The end of the "no attempt of test" error: the ids most like the one asked for."""
+    if "-" in args.reports:
+        return ""  # standard input was read once already
+    ids = list(_ids(args))
+    if near := closest_ids(args.test_id, ids):
+        return "; closest: " + ", ".join(repr(i) for i in near)
+    return f"; none is close among its {len(ids)} ids (--list-ids prints them)"
 
 
 def _attempts(counts: Counter[str]) -> int:
@@ -140,20 +184,30 @@ class _Progress:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.list_ids and args.test_id is not None:
+        return die("ingest: give --list-ids or --test-id, not both", EXIT_USAGE)
     adapters("ingest", report_format=args.format)  # before anything is written
     counts: Counter[str] = Counter()
+
+    def write(out: BinaryIO) -> int:
+        return _write_ids(args, out) if args.list_ids else _write(args, out, counts)
+
     if args.out is not None:
         with atomic_file(Path(args.out)) as fh:
-            total = _write(args, fh, counts)
+            total = write(fh)
     else:
         with tempfile.TemporaryFile() as spool:
-            total = _write(args, spool, counts)
+            total = write(spool)
             spool.seek(0)
             shutil.copyfileobj(spool, sys.stdout.buffer)
             sys.stdout.flush()
+    if args.list_ids:
+        print(f"ingest: {total} test ids in {len(args.reports)} report(s)", file=sys.stderr)
+        return EXIT_OK
     outcomes = " ".join(f"{k}={v}" for k, v in sorted(counts.items()) if k != "flagged")
     summary = f"ingest: {total} attempts from {len(args.reports)} report(s)"
     print(f"{summary} ({outcomes or 'none'}; flagged={counts['flagged']})", file=sys.stderr)
     if total == 0 and args.test_id is not None:
-        return die(f"ingest: no attempt of test {args.test_id!r} in the reports", EXIT_DATAERR)
+        message = f"ingest: no attempt of test {args.test_id!r} in the reports"
+        return die(message + _closest(args), EXIT_DATAERR)
     return EXIT_OK

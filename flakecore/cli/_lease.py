@@ -56,8 +56,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=(
             "Run classify on REPORT and write the lease for TEST_ID only when a freeze is "
             "allowed and the acceptor is neither the replay host nor the patch author "
-            "(compared after NFKC, case folding and whitespace removal). Otherwise print why "
-            "and write nothing."
+            "(identities are printable ASCII, compared without case and spaces). Otherwise "
+            "print why and write nothing."
         ),
         epilog=(
             "exit: 0 lease written; classify's refusals unchanged (1 INCOMPLETE, 2 PROPERTY, "

@@ -104,6 +104,7 @@ class Output:
         self.forms = frozenset(forms)
         self._rows: list[SummaryRow] = []
         self._source: PolicySource | None = None
+        self._notes: list[str] = []
 
     @classmethod
     def chosen(cls, args: argparse.Namespace, title: str, *, github: bool = True) -> Output:
@@ -117,14 +118,14 @@ class Output:
         With ``announce`` (a verb that reads the lease or ledger store) one
         stderr line says where the policy came from and which records count;
         a scored tree whose ``[tool.flakecore]`` differs from base's is said
-        on stderr by every verb.
+        on stderr by every verb.  Both are printed by :meth:`finish`, so a
+        verb that fails on the way still fails with one line.
         """
         self._source = configured.config.source
-        if announce:
-            warn(configured.describe())
+        self._notes = [configured.describe()] if announce else []
         reason = configured.scored_table_reason
         if reason is not None:
-            warn(reason)
+            self._notes.append(reason)
 
     def decision(self, decision: Decision[Any]) -> dict[str, object]:
         """A decision's record, with the policy source of :meth:`use` (when it was called)."""
@@ -146,7 +147,9 @@ class Output:
             self._rows.append(result.row)
 
     def finish(self, exit_code: int) -> int:
-        """The exit code, after the step summary; one that cannot be written turns 0 into 74."""
+        """The exit code, after the notes and the step summary (unwritable: 0 becomes 74)."""
+        for note in self._notes:
+            warn(note)
         if "github" not in self.forms:
             return exit_code
         error = append_step_summary(self.title, self._rows)

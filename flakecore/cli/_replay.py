@@ -41,7 +41,7 @@ from flakecore.gate.replay import (
     ReportJudge,
     run_replay,
 )
-from flakecore.gate.runtime import Terminated, remove_file, signals_raise
+from flakecore.gate.runtime import Terminated, adopt_orphans, remove_file, signals_raise
 from flakecore.gate.seedrun import BudgetRunRequest, parse_seeds, run_budget
 from flakecore.gate.worktree import GitError
 from flakecore.policy import DEFAULT_POLICY
@@ -51,7 +51,9 @@ __all__ = ["register"]
 
 _REPLAY_EPILOG = (
     "COMMAND runs once per attempt in a fresh process, cwd = the base worktree; {seed} in it is "
-    "replaced by --seed. Without --report: exit 0 pass, a --miss-exit-codes status (default 1, "
+    "replaced by --seed. Before the first attempt --setup runs there once, and the COMMAND's "
+    "Python is probed: imports that resolve into this checkout are REJECT_INCOMPLETE. "
+    "Without --report: exit 0 pass, a --miss-exit-codes status (default 1, "
     "pytest's 'tests failed') miss, a timeout timeout, any other status error. "
     "exit: 0 ACCEPT_PREEXISTING (freeze record written to --out), 1 REJECT_INCOMPLETE "
     "(also: git failure, dirty base, unusable report), 2 REJECT_PROPERTY_DRIFT, "
@@ -137,6 +139,12 @@ def _register_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     parser.add_argument(
         "--log", metavar="ATTEMPTS.jsonl", help="attempt log to create (default: a temporary file)"
     )
+    parser.add_argument(
+        "--setup",
+        metavar="'CMD ...'",
+        help="one shell-quoted command run once in the base worktree before the first attempt "
+        "(e.g. build the base its own venv)",
+    )
     _common_run_flags(parser)
     add_config_arguments(parser, base=False)
     add_signing_arguments(parser)
@@ -192,6 +200,19 @@ def _miss_codes(text: str) -> frozenset[int]:
     return codes
 
 
+def _shell_words(flag: str, text: str | None) -> tuple[str, ...]:
+    """One shell-quoted string (split with shlex, run without a shell) as argv."""
+    if text is None:
+        return ()
+    try:
+        words = tuple(shlex.split(text))
+    except ValueError as exc:
+        raise UsageError(f"{flag}: {exc}") from None
+    if not words:
+        raise UsageError(f"{flag} is empty")
+    return words
+
+
 def _output_fd() -> int:
     """Where the command's output goes: our stderr, so stdout stays machine-readable."""
     try:
@@ -215,7 +236,10 @@ def _report_judge(args: argparse.Namespace) -> ReportJudge:
     def read(path: Path) -> Iterable[Attempt]:
         return iter_attempts(os.fspath(path), format=fmt, source_name=report, test_id=test_id)
 
-    return ReportJudge(report=report, test_id=test_id, read=read)
+    def ids(path: Path) -> Iterable[str]:
+        return cast(Iterable[str], module.iter_test_ids(os.fspath(path), format=fmt))
+
+    return ReportJudge(report=report, test_id=test_id, read=read, ids=ids)
 
 
 def _progress(attempt: int, total: int, misses: int) -> None:
@@ -306,7 +330,9 @@ def _run_replay(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         seed_env=args.seed_env,
         log=Path(args.log) if args.log is not None else None,
+        setup=_shell_words("--setup", args.setup),
     )
+    adopt_orphans()  # the second line: this process owns everything it starts
     try:
         with signals_raise():
             outcome = run_replay(
@@ -375,10 +401,7 @@ def _refused(
 def _run_budget(args: argparse.Namespace) -> int:
     out = Path(args.out)
     remove_file(out)  # a stale observation never stands in for this one
-    try:
-        property_cmd = tuple(shlex.split(args.property_cmd))
-    except ValueError as exc:
-        raise UsageError(f"--property-cmd: {exc}") from None
+    property_cmd = _shell_words("--property-cmd", args.property_cmd)
     output = _output(args, "budget-run")
     configured = _configured(args, "budget-run")
     if isinstance(configured, GitError):
@@ -401,6 +424,7 @@ def _run_budget(args: argparse.Namespace) -> int:
         seed_env=args.seed_env,
         miss_exit_codes=_miss_codes(args.miss_exit_codes),
     )
+    adopt_orphans()
     try:
         with signals_raise():
             outcome = run_budget(request, out=out, output=_output_fd(), policy=policy)

@@ -63,7 +63,8 @@ __all__ = [
 
 DEFAULT_LEDGER_DIR: Final = ".flakecore/ledger"
 DEFAULT_LEASE_DIR: Final = ".flakecore/leases"
-#: Fixture, oracle and test paths the guard watches unless configured.
+#: Fixture, oracle and test paths the guard watches unless configured; test configuration
+#: at any depth too (it decides what a test run means as much as a test body does).
 DEFAULT_FIXTURE_GLOBS: Final = (
     "tests/*",
     "test/*",
@@ -72,6 +73,10 @@ DEFAULT_FIXTURE_GLOBS: Final = (
     "test_*.py",
     "*_test.py",
     "conftest.py",
+    "pyproject.toml",
+    "setup.cfg",
+    "tox.ini",
+    "pytest.ini",
 )
 #: The ``Policy`` fields a configuration may set.
 POLICY_KEYS: Final = tuple(a.name for a in attrs.fields(Policy))
@@ -85,7 +90,9 @@ _TRUST_KEYS: Final = ("keys",)
 
 _TOOL_TABLE = re.compile(rb'^[ \t]*(?:\[[ \t]*)?"?tool"?[ \t]*\.[ \t]*"?flakecore\b', re.MULTILINE)
 _TOOL_HEADER = re.compile(rb'^[ \t]*\[[ \t]*"?tool"?[ \t]*\]', re.MULTILINE)
-_INT = re.compile(r"-?[0-9]+")
+#: At most 16 digits: every value within +-(2**53 - 1) fits, and ``int()`` never
+#: meets a 5,000-digit string (its own limit raises a bare ValueError).
+_INT = re.compile(r"-?[0-9]{1,16}")
 _FLAKECORE_KEY = re.compile(rb'^[ \t]*"?flakecore"?[ \t]*[.=]', re.MULTILINE)
 
 
@@ -332,7 +339,7 @@ def load_config(path: str | None = None, *, start: str = ".") -> GateConfig:
 def _ascii_int(name: str, text: str) -> int:
     text = text.strip()
     if _INT.fullmatch(text) is None:
-        raise UsageError(f"--policy {name}: {text!r} is not an integer")
+        raise UsageError(f"--policy {name}: {text[:40]!r} is not an integer of 1-16 digits")
     return int(text)
 
 

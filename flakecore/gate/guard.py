@@ -2,18 +2,32 @@
 
 A patch that edits a fixture, the oracle or a test body *and* writes the
 ledger row or lease that freezes that test is grading its own homework.  The
-guard reads ``git diff --name-only BASE...HEAD`` (the changes on the branch
-since it left ``BASE``) and fails closed when the diff names both kinds of
-path.  The digest compare still runs elsewhere: generators rewrite bytes
-without a friendly diff, so this guard is a second line, not the only one.
+guard reads ``git diff --raw BASE...HEAD`` (the changes on the branch since
+it left ``BASE``, with each side's file mode) and fails closed when the diff
+names both kinds of path.  The digest compare still runs elsewhere:
+generators rewrite bytes without a friendly diff, so this guard is a second
+line, not the only one.
 
-Glob semantics (documented in docs/leases.md): paths are the repository-
-relative, ``/``-separated paths git prints; a glob is matched with
-:func:`fnmatch.fnmatchcase` against the whole path (``*`` also crosses
-``/``, matching is case-sensitive), and a glob with no ``/`` is also matched
-against the last path component, so ``conftest.py`` matches at any depth.  A
-path that matches a ledger glob counts as a ledger path only, so a ledger
-directory under ``tests/`` does not trip the guard by itself.
+What counts as a ledger path (documented in docs/leases.md):
+
+- a path matching a ledger glob;
+- the ledger or lease directory itself, anything under it, and every parent
+  of it (``.flakecore`` replaced by a symlink or a submodule moves the
+  ledger without touching a file the globs match);
+- every symlink and every gitlink (submodule) the diff adds, changes or
+  removes, on either side: git cannot show what lies behind one;
+- the ``[tool.flakecore]`` table of the top ``pyproject.toml``, when it differs
+  between the two commits (shown as ``pyproject.toml [tool.flakecore]``):
+  policy is evidence about the freeze too.
+
+Glob semantics: paths are the repository-relative, ``/``-separated paths git
+prints; a glob is matched with :func:`fnmatch.fnmatchcase` against the whole
+path (``*`` also crosses ``/``, matching is case-sensitive), and a glob with
+no ``/`` is also matched against the last path component, so ``conftest.py``
+matches at any depth.  A ledger path counts as a ledger path only, so a
+ledger directory under ``tests/`` does not trip the guard by itself.  The
+top ``pyproject.toml`` counts as a fixture path (test configuration) only
+when something outside ``[tool.flakecore]`` changed.
 
 Renames are turned off (``--no-renames``): a renamed ledger file shows both
 its old and its new path.  Any git failure (not a repository, unknown base,
@@ -23,31 +37,58 @@ no merge base, git missing) is a :class:`GitError`, never an empty diff.
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
+import posixpath
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Final
 
 import attrs
 
-from flakecore.errors import FlakecoreError, UsageError
+from flakecore.errors import InputError
+from flakecore.gate.config import flakecore_table, parse_toml
+from flakecore.gate.worktree import GitError, read_blob, resolve_commit
 
 __all__ = [
     "GIT_TIMEOUT_S",
+    "POLICY_TABLE",
+    "Change",
     "GitError",
     "GuardResult",
+    "changed_entries",
     "changed_paths",
     "guard_paths",
     "path_matches",
+    "policy_change",
     "run_guard",
 ]
 
 #: A git call that takes longer than this is a failure, not an empty diff.
 GIT_TIMEOUT_S: Final = 120.0
+#: The file whose ``[tool.flakecore]`` table is policy, and the name its change is shown under.
+_PYPROJECT: Final = "pyproject.toml"
+POLICY_TABLE: Final = "pyproject.toml [tool.flakecore]"
+#: git's file modes for a symlink and a gitlink (a submodule's commit).
+_LINK_MODES: Final = frozenset({"120000", "160000"})
 
 
-class GitError(FlakecoreError, OSError):
-    """git could not produce the diff; the guard must not pass on it."""
+@attrs.frozen
+class Change:
+    """One path in the diff, with its mode on each side (``000000``: absent there)."""
+
+    path: str
+    old_mode: str = "100644"
+    new_mode: str = "100644"
+
+    @property
+    def link(self) -> str | None:
+        """``symlink`` or ``submodule`` when either side is one, else None."""
+        modes = {self.old_mode, self.new_mode}
+        if "160000" in modes:
+            return "submodule"
+        return "symlink" if "120000" in modes else None
 
 
 @attrs.frozen(kw_only=True)
@@ -55,9 +96,14 @@ class GuardResult:
     """The diff, split into the two kinds of path the guard keeps apart."""
 
     base: str
+    """The base as given."""
+    base_sha: str
+    """The one commit it resolved to (``--base`` must be exact)."""
     paths: tuple[str, ...]
     fixture_paths: tuple[str, ...]
     ledger_paths: tuple[str, ...]
+    ledger_reasons: Mapping[str, str] = attrs.field(factory=dict)
+    """Why a ledger path that no ledger glob matched is one."""
 
     @property
     def tripped(self) -> bool:
@@ -68,10 +114,12 @@ class GuardResult:
         """The JSON form printed by ``guard --json``."""
         return {
             "base": self.base,
+            "base_sha": self.base_sha,
             "tripped": self.tripped,
             "changed": len(self.paths),
             "fixture_paths": list(self.fixture_paths),
             "ledger_paths": list(self.ledger_paths),
+            "ledger_reasons": dict(self.ledger_reasons),
         }
 
 
@@ -82,41 +130,74 @@ def path_matches(path: str, pattern: str) -> bool:
     return "/" not in pattern and fnmatch.fnmatchcase(path.rsplit("/", 1)[-1], pattern)
 
 
+def _dir_reason(path: str, directories: Iterable[str]) -> str | None:
+    for directory in directories:
+        if path == directory:
+            return f"the ledger/lease directory {directory} itself"
+        if directory.startswith(path + "/"):
+            return f"a parent of the ledger/lease directory {directory}"
+        if path.startswith(directory + "/"):
+            return f"inside the ledger/lease directory {directory}"
+    return None
+
+
 def guard_paths(
-    base: str, paths: Sequence[str], fixture_globs: Iterable[str], ledger_globs: Iterable[str]
+    base: str,
+    paths: Sequence[str | Change],
+    fixture_globs: Iterable[str],
+    ledger_globs: Iterable[str],
+    *,
+    base_sha: str = "",
+    ledger_dirs: Iterable[str] = (),
+    guarded: Mapping[str, str] | None = None,
+    not_fixtures: Collection[str] = (),
 ) -> GuardResult:
-    """Split ``paths`` into ledger/lease paths and fixture/oracle/test paths (pure)."""
-    fixture_globs, ledger_globs = tuple(fixture_globs), tuple(ledger_globs)
-    ledger = tuple(p for p in paths if any(path_matches(p, g) for g in ledger_globs))
-    fixture = tuple(
-        p for p in paths if p not in ledger and any(path_matches(p, g) for g in fixture_globs)
-    )
-    return GuardResult(base=base, paths=tuple(paths), fixture_paths=fixture, ledger_paths=ledger)
+    """Split ``paths`` into ledger/lease paths and fixture/oracle/test paths (pure).
 
-
-def changed_paths(repo: str, base: str, *, timeout: float = GIT_TIMEOUT_S) -> tuple[str, ...]:
-    """``git diff --name-only --no-renames -z BASE...HEAD`` in ``repo``, as a tuple of paths.
-
-    ``base`` may not start with ``-`` (it would be read as an option), and
-    ``--end-of-options`` makes sure of it.
+    ``ledger_dirs`` are repository-relative; ``guarded`` adds named ledger
+    entries with their reason (the policy table); ``not_fixtures`` are paths
+    whose change is known not to touch test configuration.
     """
-    if not base or base.startswith("-") or "\0" in base or base != base.strip():
-        raise UsageError(f"--base {base!r} is not a git revision")
+    changes = [c if isinstance(c, Change) else Change(c) for c in paths]
+    fixture_globs, ledger_globs = tuple(fixture_globs), tuple(ledger_globs)
+    dirs = tuple(posixpath.normpath(d) for d in ledger_dirs)
+    reasons: dict[str, str] = {}
+    ledger: list[str] = []
+    for change in changes:
+        path = change.path
+        why = _dir_reason(path, dirs)
+        if change.link is not None:
+            why = f"a {change.link}: git cannot show what lies behind it"
+        if why is not None or any(path_matches(path, g) for g in ledger_globs):
+            ledger.append(path)
+            if why is not None:
+                reasons[path] = why
+    for name, why in (guarded or {}).items():
+        ledger.append(name)
+        reasons[name] = why
+    fixture = tuple(
+        c.path
+        for c in changes
+        if c.path not in ledger
+        and c.path not in not_fixtures
+        and any(path_matches(c.path, g) for g in fixture_globs)
+    )
+    return GuardResult(
+        base=base,
+        base_sha=base_sha,
+        paths=tuple(c.path for c in changes),
+        fixture_paths=fixture,
+        ledger_paths=tuple(ledger),
+        ledger_reasons=reasons,
+    )
+
+
+def _git_diff(repo: str, base_sha: str, timeout: float) -> bytes:
     command = [
-        "git",
-        "-C",
-        repo,
-        "-c",
-        "core.quotePath=false",
-        "diff",
-        "--name-only",
-        "--no-renames",
-        "--no-ext-diff",
-        "-z",
-        "--end-of-options",
-        f"{base}...HEAD",
-        "--",
-    ]
+        "git", "-C", repo, "-c", "core.quotePath=false", "diff", "--raw", "-z", "--no-abbrev",
+        "--no-renames", "--no-ext-diff", "--no-textconv", "--ignore-submodules=none",
+        "--end-of-options", f"{base_sha}...HEAD", "--",
+    ]  # fmt: skip
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", "GIT_PAGER": "cat"}
     try:
         done = subprocess.run(
@@ -136,12 +217,73 @@ def changed_paths(repo: str, base: str, *, timeout: float = GIT_TIMEOUT_S) -> tu
     if done.returncode != 0:
         message = done.stderr.decode("utf-8", "replace").strip().splitlines()
         first = message[0] if message else f"exit status {done.returncode}"
-        raise GitError(f"git diff {base}...HEAD failed: {first}")
+        raise GitError(f"git diff {base_sha}...HEAD failed: {first}")
+    return done.stdout
+
+
+def changed_entries(repo: str, base: str, *, timeout: float = GIT_TIMEOUT_S) -> tuple[Change, ...]:
+    """``git diff --raw -z --no-renames BASE...HEAD`` in ``repo``: each path with both modes.
+
+    ``base`` must name exactly one commit (:func:`~flakecore.gate.worktree.resolve_commit`:
+    a tag and a branch of the same name is a :class:`UsageError`); the diff
+    is taken from that full commit id, so git never re-reads the name.
+    """
+    base_sha = resolve_commit(Path(repo), base)
+    fields = _git_diff(repo, base_sha, timeout).split(b"\0")
+    changes: list[Change] = []
+    for meta, raw in zip(fields[0::2], fields[1::2], strict=False):
+        parts = meta.split()
+        if not meta.startswith(b":") or len(parts) < 5:
+            raise GitError(f"git diff --raw printed an entry it should not: {meta[:80]!r}")
+        try:
+            path = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            path = raw.decode("utf-8", "surrogateescape")
+        changes.append(Change(path, parts[0][1:].decode("ascii"), parts[1].decode("ascii")))
+    return tuple(changes)
+
+
+def changed_paths(repo: str, base: str, *, timeout: float = GIT_TIMEOUT_S) -> tuple[str, ...]:
+    """The paths of :func:`changed_entries`."""
+    return tuple(c.path for c in changed_entries(repo, base, timeout=timeout))
+
+
+def _policy_parts(repo: Path, commit: str) -> tuple[str, str]:
+    """The top pyproject at ``commit``, canonical: (its ``[tool.flakecore]``, everything else)."""
     try:
-        text = done.stdout.decode("utf-8")
-    except UnicodeDecodeError:
-        text = done.stdout.decode("utf-8", "surrogateescape")
-    return tuple(p for p in text.split("\0") if p)
+        data = read_blob(repo, commit, _PYPROJECT)
+    except GitError:  # no such file at that commit
+        return _canonical({}), "null"  # no table: the defaults
+    document = parse_toml(data, source=f"{commit[:12]}:{_PYPROJECT}")
+    if document is None:  # no TOML parser: compare the bytes themselves, both ways
+        return data.hex(), data.hex()
+    rest = {k: v for k, v in document.items() if k != "tool"}
+    tool = document.get("tool")
+    if isinstance(tool, Mapping):
+        rest["tool"] = {k: v for k, v in tool.items() if k != "flakecore"}
+    return _canonical(flakecore_table(document)), _canonical(rest)
+
+
+def _canonical(value: object) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def policy_change(repo: Path, base_sha: str) -> tuple[str | None, bool]:
+    """Whether the diff changes ``[tool.flakecore]`` (then why), and anything else in the file.
+
+    Both revisions are read from git (never the working tree).  A file that
+    cannot be parsed on either side counts as changed in both ways: the
+    guard must not pass on what it could not read.
+    """
+    try:
+        old_table, old_rest = _policy_parts(repo, base_sha)
+        new_table, new_rest = _policy_parts(repo, "HEAD")
+    except InputError as exc:
+        return f"the policy table cannot be compared: {exc}", True
+    table = None
+    if old_table != new_table:
+        table = "the diff changes the [tool.flakecore] policy table"
+    return table, old_rest != new_rest
 
 
 def run_guard(
@@ -150,9 +292,31 @@ def run_guard(
     *,
     fixture_globs: Iterable[str],
     ledger_globs: Iterable[str],
+    ledger_dirs: Iterable[str] = (),
     timeout: float = GIT_TIMEOUT_S,
 ) -> GuardResult:
-    """Read the diff of ``repo`` since ``base`` and split it; raises :class:`GitError`."""
+    """Read the diff of ``repo`` since ``base`` and split it; raises :class:`GitError`.
+
+    ``ledger_dirs`` (the configured ledger and lease directories, relative to
+    the repository top) count as ledger paths with their parents.
+    """
+    base_sha = resolve_commit(Path(repo), base)
+    changes = changed_entries(repo, base_sha, timeout=timeout)
+    guarded: dict[str, str] = {}
+    not_fixtures: set[str] = set()
+    if any(c.path == _PYPROJECT for c in changes):
+        table, rest = policy_change(Path(repo), base_sha)
+        if table is not None:
+            guarded[POLICY_TABLE] = table
+        if not rest:
+            not_fixtures.add(_PYPROJECT)
     return guard_paths(
-        base, changed_paths(repo, base, timeout=timeout), fixture_globs, ledger_globs
+        base,
+        changes,
+        fixture_globs,
+        ledger_globs,
+        base_sha=base_sha,
+        ledger_dirs=ledger_dirs,
+        guarded=guarded,
+        not_fixtures=not_fixtures,
     )

@@ -19,7 +19,6 @@ malformed or rebound record instead of trusting that it was fine once.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import re
@@ -31,16 +30,18 @@ import attrs
 
 from flakecore._fields import MISSING, is_nonblank
 from flakecore.attestation import Untrusted, is_envelope, open_statement, parse_envelope
-from flakecore.budget import BudgetDecision, budget, ledger_row
+from flakecore.budget import BudgetDecision, budget, budget_verdict, ledger_row
 from flakecore.codes import BudgetCode, DecideCode
 from flakecore.decide import decide
-from flakecore.errors import InputError, UsageError
+from flakecore.errors import InputError
 from flakecore.gate.basetrust import RecordTrust, read_record_file
+from flakecore.gate.seedrun import BUDGET_RUN_FORMAT, observation_packet
 from flakecore.gate.vote import DECIDE_PACKET_FORMAT
 from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object, loads_strict, read_file
 from flakecore.lease import LEASE_FORMAT, format_version_ok, lease_problems
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.signing import RecordSigner, sign_record
+from flakecore.testids import id_digest
 from flakecore.trust import TrustVerdict
 
 __all__ = [
@@ -85,16 +86,21 @@ _RECORD_NAME = re.compile(r"[0-9a-f]{64}\.json")
 
 def record_file_name(test_id: str) -> str:
     """``sha256(test_id as UTF-8)`` in hex, plus ``.json``: never a path built from the id."""
-    try:
-        data = test_id.encode("utf-8")
-    except UnicodeEncodeError:
-        raise UsageError("test id is not valid Unicode text") from None
-    return hashlib.sha256(data).hexdigest() + ".json"
+    return id_digest(test_id) + ".json"
 
 
 def utc_today(now: dt.datetime) -> dt.date:
-    """The UTC calendar date of ``now``: ledger dates are UTC dates."""
-    return now.astimezone(dt.timezone.utc).date()
+    """The UTC calendar date of ``now``: ledger dates are UTC dates.
+
+    An instant past the ends of ``datetime`` in UTC (9999-12-31T23:00-05:00
+    is year 10000 there) is the last or first date rather than an
+    OverflowError: every row is then expired, or none is valid for long.
+    """
+    try:
+        return now.astimezone(dt.timezone.utc).date()
+    except OverflowError:
+        offset = now.utcoffset()
+        return dt.date.max if offset is not None and offset < dt.timedelta(0) else dt.date.min
 
 
 def atomic_write_bytes(path: str, data: bytes) -> None:
@@ -231,7 +237,7 @@ def row_problems(row: object, *, today: dt.date, policy: Policy = DEFAULT_POLICY
             problems.append("expires_on is not a YYYY-MM-DD date")
         elif expires <= today:
             problems.append(f"expired: expires_on {expires.isoformat()} is not after {today}")
-        elif expires > today + policy.max_lease:
+        elif expires - today > policy.max_lease:  # subtract: adding overflows past 9999
             problems.append(
                 f"expires_on {expires.isoformat()} is more than {policy.max_lease_days} days "
                 "away: a row that long is a permanent freeze"
@@ -470,7 +476,8 @@ class LedgerAction:
 
     ``action`` is ``wrote`` (FLAKE_CANDIDATE), ``deleted`` (STABLE_PASS with a
     row), ``untouched`` (anything else) or ``refused`` (a FLAKE_CANDIDATE that
-    cannot name its parent commit, so no row can be written).
+    cannot name its parent commit, so no row can be written, or a
+    ``budget.json`` whose packet disagrees with its own runs).
     """
 
     decision: BudgetDecision
@@ -502,11 +509,32 @@ def apply_budget(
 ) -> LedgerAction:
     """Run :func:`flakecore.budget` on ``packet`` and change the ledger as SPEC 3.3 says.
 
+    ``packet`` is a budget packet, or the ``budget.json`` that ``budget-run``
+    wrote: then the code is recomputed from the record's own runs first
+    (:func:`~flakecore.gate.seedrun.observation_packet`), and a packet that
+    disagrees with them is refused (``INSUFFICIENT_BUDGET``, nothing changes).
     With ``signer`` the row is written as its signed envelope.
     The directory is created when missing.  Only ``FLAKE_CANDIDATE`` writes
     and only ``STABLE_PASS`` deletes; a process error (``INSUFFICIENT_BUDGET``)
     and every rejecting code leave every file as it was.
     """
+    if isinstance(packet, Mapping) and packet.get("format") == BUDGET_RUN_FORMAT:
+        verified, problems = observation_packet(packet)
+        if verified is None:
+            test_id = packet.get("test_id")
+            return LedgerAction(
+                decision=budget_verdict(
+                    BudgetCode.INSUFFICIENT_BUDGET,
+                    *(f"the record disagrees with its own runs: {p}" for p in problems),
+                    policy=policy,
+                ),
+                action="refused",
+                test_id=test_id if isinstance(test_id, str) else None,
+                path=None,
+                row=None,
+                note="ledger untouched: the packet's summary is not what its recorded runs give",
+            )
+        packet = verified
     decision = budget(packet, policy=policy)
     test_id = packet.get("test_id") if isinstance(packet, Mapping) else None
     if decision.code is BudgetCode.FLAKE_CANDIDATE:

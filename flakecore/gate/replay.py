@@ -5,9 +5,12 @@ never scripts the procedure by hand (and never gets it subtly wrong):
 
 1. hash the claim on the scored tree (property file, epoch lock, ``HEAD``);
 2. add a detached worktree at the base commit outside the checkout and refuse
-   it unless ``HEAD`` is the base and ``git status`` is empty;
-3. run the command once per attempt, in a fresh process, with the pinned
-   seed; append one attempt line per start;
+   it unless ``HEAD`` is the base and ``git status`` is empty; run the
+   request's ``setup`` there once, then refuse a command whose Python would
+   import the scored checkout (:mod:`flakecore.gate.isolation`);
+3. run the command once per attempt, in a fresh contained process
+   (:func:`~flakecore.gate.runtime.run_command`), with the pinned seed;
+   append one attempt line per start;
 4. after every attempt's process exits, re-hash the property file and the
    epoch lock on *both* trees (a loader that rewrites them is drift);
 5. reduce the log, build the ``admit`` packet, decide; persist the freeze
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -38,7 +42,10 @@ from flakecore.codes import AdmitCode, AttemptResult, Outcome
 from flakecore.digest import file_sha256, is_digest
 from flakecore.errors import FlakecoreError, InputError, UsageError
 from flakecore.evidence import Attempt, blocking_flags
+from flakecore.gate.isolation import IsolationError, find_leaks
+from flakecore.gate.isolation import describe as describe_leaks
 from flakecore.gate.runtime import (
+    WEAK_CONTAINMENT,
     CommandRun,
     atomic_write,
     child_env,
@@ -49,7 +56,9 @@ from flakecore.gate.runtime import (
 from flakecore.gate.worktree import DetachedWorktree, GitError, head_commit, repo_toplevel
 from flakecore.gate.worktree import resolve_commit as _resolve_commit
 from flakecore.policy import DEFAULT_POLICY, Policy
-from flakecore.records import AdmitEvidence
+from flakecore.records import AdmitEvidence, Seed
+from flakecore.seeds import seed_from_text
+from flakecore.testids import closest_ids
 
 __all__ = [
     "DEFAULT_MISS_EXIT_CODES",
@@ -135,6 +144,8 @@ class ReportJudge:
     report: str
     test_id: str
     read: ReportReader
+    ids: Callable[[Path], Iterable[str]] | None = None
+    """Every test id of the report, to name the closest ones when ``test_id`` has no record."""
 
     def _path(self, worktree: Path) -> Path:
         path = Path(self.report)
@@ -146,6 +157,15 @@ class ReportJudge:
         if path.is_dir() and not path.is_symlink():
             raise IncompleteAttempt(f"report path {self.report} is a directory")
         remove_file(path)
+
+    def _closest(self, path: Path) -> str:
+        if self.ids is None:
+            return ""
+        try:
+            near = closest_ids(self.test_id, self.ids(path))
+        except (InputError, OSError, ValueError):
+            return ""  # the report read once already; the refusal is about the missing record
+        return "; closest: " + ", ".join(repr(i) for i in near) if near else ""
 
     def judge(self, run: CommandRun, worktree: Path) -> AttemptResult:
         """The one record for ``test_id`` in the fresh report, as an attempt result."""
@@ -162,7 +182,9 @@ class ReportJudge:
         except (InputError, OSError, ValueError) as exc:
             raise IncompleteAttempt(f"report {self.report} is unusable: {exc}") from None
         if not records:
-            raise IncompleteAttempt(f"report {self.report} has no record for {self.test_id!r}")
+            raise IncompleteAttempt(
+                f"report {self.report} has no record for {self.test_id!r}" + self._closest(path)
+            )
         if len(records) > 1:
             raise IncompleteAttempt(
                 f"report {self.report} has {len(records)} records for {self.test_id!r} "
@@ -183,9 +205,9 @@ class ReportJudge:
 class ReplayRequest:
     """What to replay.  Relative paths are relative to ``checkout``.
 
-    ``seed`` is kept exactly as given, a string (``"3"`` is not the integer
-    ``3``: SPEC compares seeds by value and type).  Give ``patch_misses`` or
-    ``patch_logs`` (the patch run's attempt logs), not both.
+    ``seed`` is the command-line text; the seed recorded (and compared with
+    the patch logs' seed, by value and type) is :attr:`pinned`.  Give
+    ``patch_misses`` or ``patch_logs`` (the patch run's attempt logs), not both.
     """
 
     checkout: Path
@@ -193,7 +215,7 @@ class ReplayRequest:
     base: str
     """The base commit: a full SHA or any revision git resolves to a commit."""
     seed: str
-    """The seed pinned from the patch failure."""
+    """The seed pinned from the patch failure, as text (``{seed}`` gets it as it is)."""
     command: tuple[str, ...]
     """The command; ``{seed}`` in any argument is replaced by the seed."""
     property_file: Path
@@ -216,6 +238,13 @@ class ReplayRequest:
     """Also pass the seed in this environment variable."""
     log: Path | None = None
     """Where to append the attempt log (must not exist); None: a temporary file."""
+    setup: tuple[str, ...] = ()
+    """Run once in the base worktree before the first attempt (e.g. build a venv there)."""
+
+    @property
+    def pinned(self) -> Seed:
+        """The seed as recorded: :attr:`seed` read by :func:`~flakecore.seeds.seed_from_text`."""
+        return seed_from_text(self.seed)
 
 
 @attrs.frozen(kw_only=True)
@@ -340,11 +369,12 @@ def _reported(head: Sequence[str], base: Sequence[str]) -> tuple[str, str]:
     return next(h for h in head if h != b), b
 
 
-def _changes(name: str, observed: Sequence[str]) -> list[str]:
+def _changes(name: str, observed: Sequence[str], steps: Sequence[str]) -> list[str]:
+    """``steps[i]`` names what ran between observations ``i`` and ``i + 1``."""
     notes: list[str] = []
     for i in range(1, len(observed)):
         if observed[i] != observed[i - 1]:
-            notes.append(f"{name} changed during attempt {i}")
+            notes.append(f"{name} changed during {steps[i - 1]}")
     return notes
 
 
@@ -369,6 +399,10 @@ class _Replay:
         self.runs: list[AttemptRun] = []
         self.log: LogSummary | None = None
         self.digests: dict[str, list[str]] = {}
+        self.steps: list[str] = []
+        self.weak = False
+        extra = {request.seed_env: request.seed} if request.seed_env else {}
+        self.env = child_env(extra)
 
     def outcome(
         self,
@@ -394,9 +428,10 @@ class _Replay:
         summary = reduce_logs(request.patch_logs, policy=self.policy)
         if not summary.complete:
             raise _Refuse("patch log is incomplete: " + "; ".join(summary.reasons))
-        if type(summary.seed) is not str or summary.seed != request.seed:
+        pinned = request.pinned
+        if type(summary.seed) is not type(pinned) or summary.seed != pinned:
             raise _Refuse(
-                f"patch log seed {summary.seed!r} is not the pinned seed {request.seed!r} "
+                f"patch log seed {summary.seed!r} is not the pinned seed {pinned!r} "
                 "(seeds compare by value and type)"
             )
         return summary.misses
@@ -410,7 +445,7 @@ class _Replay:
             return self.outcome(_decision(policy, AdmitCode.REJECT_INCOMPLETE, str(exc)))
         prop_rel = _repo_path(top, checkout, request.property_file, "--property-file")
         lock_rel = _repo_path(top, checkout, request.epoch_lock, "--epoch-lock")
-        writer = AttemptWriter(request.log, request.seed) if request.log is not None else None
+        writer = AttemptWriter(request.log, request.pinned) if request.log is not None else None
         tree: DetachedWorktree | None = None
         try:
             # 1. The claim, hashed on the scored tree before anything runs.
@@ -431,9 +466,14 @@ class _Replay:
             for key, path in base_files.items():
                 self.digests[f"base_{key}"] = [_observe(path, f"{key} file at the base commit")]
             if writer is None:
-                writer = AttemptWriter(tree.scratch / "attempts.jsonl", request.seed)
+                writer = AttemptWriter(tree.scratch / "attempts.jsonl", request.pinned)
+            files = {"head": head_files, "base": base_files}
+            # The base's own environment, then proof that the command cannot reach the checkout.
+            if request.setup:
+                self.setup(worktree, files)
+            self.isolate(worktree, top, tree.scratch)
             # 3-4. One fresh process per attempt; re-hash both trees after each exits.
-            self.attempt_loop(attempts, worktree, writer, head_files, base_files)
+            self.attempt_loop(attempts, worktree, writer, files)
             writer.close()
             return self.decide(writer.path, patch_misses, out)
         except (_Refuse, GitError, IncompleteAttempt) as exc:
@@ -444,28 +484,57 @@ class _Replay:
             if tree is not None:
                 tree.remove()
 
+    def observe(self, files: dict[str, dict[str, Path]], step: str) -> None:
+        """Hash the property file and the epoch lock on both trees after ``step`` ran."""
+        self.steps.append(step)
+        for tree, named in files.items():
+            for key, path in named.items():
+                what = f"{key} file on the {tree} tree after {step}"
+                self.digests[f"{tree}_{key}"].append(_observe(path, what))
+
+    def setup(self, worktree: Path, files: dict[str, dict[str, Path]]) -> None:
+        """Run ``--setup`` once in the base worktree (contained); it must exit 0."""
+        command = self.request.setup
+        run = run_command(command, cwd=worktree, timeout_s=None, env=self.env, output=self.output)
+        if failure := run.containment_failure:
+            raise _Refuse(f"--setup: {failure}")
+        if run.start_error is not None or run.returncode != 0:
+            raise _Refuse(f"--setup failed ({run.describe()}): {shlex.join(command)}")
+        self.observe(files, "--setup")
+
+    def isolate(self, worktree: Path, top: Path, scratch: Path) -> None:
+        """Refuse a command whose interpreter would import the scored checkout (SPEC 8)."""
+        argv = substitute(self.request.command, seed=self.request.seed)
+        try:
+            leaks = find_leaks(
+                argv, env=self.env, cwd=worktree, checkout=top, scratch=scratch, output=self.output
+            )
+        except IsolationError as exc:
+            raise _Refuse(f"the base replay's isolation cannot be shown: {exc}") from None
+        if leaks:
+            raise _Refuse(describe_leaks(leaks))
+
     def attempt_loop(
         self,
         attempts: int,
         worktree: Path,
         writer: AttemptWriter,
-        head_files: dict[str, Path],
-        base_files: dict[str, Path],
+        files: dict[str, dict[str, Path]],
     ) -> None:
         request = self.request
         argv = substitute(request.command, seed=request.seed)
-        extra = {request.seed_env: request.seed} if request.seed_env else {}
-        env = child_env(extra)
+        env = self.env
         misses = 0
         for n in range(1, attempts + 1):
             self.judge.prepare(worktree)
             run = run_command(
                 argv, cwd=worktree, timeout_s=request.timeout_s, env=env, output=self.output
             )
-            for tree, files in (("head", head_files), ("base", base_files)):
-                for key, path in files.items():
-                    what = f"{key} file on the {tree} tree after attempt {n}"
-                    self.digests[f"{tree}_{key}"].append(_observe(path, what))
+            # Nothing of the attempt is running any more; only now is anything read.
+            if failure := run.containment_failure:
+                raise _Refuse(f"attempt {n}: {failure}")
+            self.weak = self.weak or run.weakly_contained
+            self.observe(files, f"attempt {n}")
             result = self.judge.judge(run, worktree)
             writer.append(result)
             misses += result is AttemptResult.MISS
@@ -507,12 +576,13 @@ class _Replay:
             base_fixture_epoch=base_epoch,
             claimed_epoch=request.claimed_epoch,
             property_id=request.property_id,
-            seed=request.seed,
+            seed=request.pinned,
             base_sha=self.base_sha,
         )
         packet = evidence.to_json()
         decision = admit(packet, policy=policy)
-        notes = [note for name, seen in d.items() for note in _changes(name, seen)]
+        notes = [note for name, seen in d.items() for note in _changes(name, seen, self.steps)]
+        notes += [WEAK_CONTAINMENT] if self.weak else []
         if notes:
             decision = attrs.evolve(decision, reasons=(*decision.reasons, *notes))
         record = freeze_record(packet, policy=policy)

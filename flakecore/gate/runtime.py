@@ -1,4 +1,4 @@
-"""Running one command under test, turning signals into exceptions, atomic writes.
+"""Running one command under test, contained; signals as exceptions; atomic writes.
 
 Both gate procedures (the base replay and the seed-budget run) start the
 command under test the same way, and both must leave nothing behind when they
@@ -7,18 +7,24 @@ are stopped: SIGTERM's default action kills Python without running a single
 :func:`signals_raise` (a signal becomes an exception, cleanup runs) and
 :func:`signals_deferred` (a second signal cannot cut the cleanup short).
 
-Each command runs in a fresh process in its own session and process group,
-with standard input closed, so a per-attempt timeout (or our own shutdown)
-can kill the whole group -- a test runner's worker processes included --
-instead of orphaning it.
+Every attempt ends completely before anything reads its result (SPEC 8):
+:func:`run_command` starts the command under its own reaper process
+(:mod:`flakecore.gate._reaper`), which is the subreaper of the attempt and
+kills and reaps every descendant -- also one that called ``setsid()`` or
+forked twice -- before it reports the exit status.  A verb that owns its
+process (the CLI) also calls :func:`adopt_orphans`, so that flakecore itself
+is the second line: whatever a reaper that was killed left behind is
+re-parented to flakecore and ended after the attempt.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -28,11 +34,14 @@ from typing import BinaryIO
 
 import attrs
 
+from flakecore.gate import _reaper
 from flakecore.signing import SIGNING_KEY_ENV
 
 __all__ = [
+    "WEAK_CONTAINMENT",
     "CommandRun",
     "Terminated",
+    "adopt_orphans",
     "atomic_file",
     "atomic_write",
     "child_env",
@@ -128,6 +137,33 @@ class CommandRun:
     """Wall-clock seconds from start to exit."""
     start_error: str | None = None
     """Why the command could not start at all (not found, not executable)."""
+    survivors: tuple[int, ...] = ()
+    """Processes of the attempt that could not be ended (containment failed)."""
+    contained: str = "subreaper"
+    """How the attempt was ended: ``subreaper`` (every descendant), ``process-group``
+    (no subreaper on this platform), or ``lost`` (its reaper was killed, and no
+    second line caught what it left)."""
+
+    @property
+    def weakly_contained(self) -> bool:
+        """Only the process group was ended (no subreaper here): a reason must say so."""
+        return self.contained == "process-group" and self.start_error is None
+
+    @property
+    def containment_failure(self) -> str | None:
+        """Why this attempt may still be running somewhere (None: it ended completely)."""
+        if self.survivors:
+            pids = ", ".join(str(p) for p in self.survivors[:5])
+            return (
+                f"{len(self.survivors)} process(es) the attempt started could not be ended "
+                f"(pid {pids}): the attempt did not end completely"
+            )
+        if self.contained == "lost":
+            return (
+                "the attempt's reaper was killed before it reported: processes the attempt "
+                "started may still be running"
+            )
+        return None
 
     def describe(self) -> str:
         """A few words for reasons and logs: ``exit 1``, ``timeout after 3.0 s``..."""
@@ -168,12 +204,101 @@ def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+#: The note a decision carries when its attempts could only be ended by process group.
+WEAK_CONTAINMENT = (
+    "attempts were ended by process group only (no subreaper on this platform): "
+    "a descendant that left the group may have outlived its attempt"
+)
+#: The reaper, run as a script: ``python -I -S`` never reads the command's environment.
+_REAPER = os.path.join(os.path.dirname(os.path.abspath(_reaper.__file__)), "_reaper.py")
+#: How long a reaper may take past the attempt's timeout before it is killed itself.
+_REAPER_GRACE_S = 30.0
+#: Set by :func:`adopt_orphans`: this process is the second-line subreaper.
+_second_line = False
+#: Reapers running now; the second-line sweep never enters their subtrees.
+_live: set[int] = set()
+
+
+def adopt_orphans() -> bool:
+    """Make this process the subreaper of everything it starts (second line of containment).
+
+    Only for a process flakecore owns (the CLI calls it): after each attempt,
+    every process below this one that is not under a running reaper is
+    killed, whoever started it.  Returns False where that is impossible
+    (not Linux); the reapers' own containment still applies.
+    """
+    global _second_line  # noqa: PLW0603 - one process-wide switch, like the prctl itself
+    _second_line = _second_line or _reaper.become_subreaper()
+    return _second_line
+
+
+def _sweep() -> tuple[int, ...]:
+    """The second line: end what a reaper that died left re-parented to us."""
+    if not _second_line:
+        return ()
+    return tuple(_reaper.end_descendants(os.getpid(), skip=frozenset(_live), any_child=False))
+
+
+def _stop_reaper(proc: subprocess.Popen[bytes]) -> None:
+    """Ask the reaper to end its attempt (SIGTERM); kill it if it does not within the grace."""
     with contextlib.suppress(ProcessLookupError):
-        proc.kill()
-    proc.wait()
+        proc.terminate()
+    try:
+        proc.wait(timeout=_REAPER_GRACE_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def _read_status(fd: int) -> dict[str, object] | None:
+    chunks: list[bytes] = []
+    while chunk := os.read(fd, 65536):
+        chunks.append(chunk)
+        if sum(map(len, chunks)) > 1 << 20:
+            return None
+    try:
+        status = json.loads(b"".join(chunks))
+    except ValueError:
+        return None
+    return status if isinstance(status, dict) else None
+
+
+def _ended(
+    args: tuple[str, ...], status: dict[str, object] | None, elapsed: float, *, hung: bool
+) -> CommandRun:
+    """The run as the reaper reported it, plus what the second-line sweep found.
+
+    ``hung``: the reaper itself outlived the timeout and was stopped (a timeout).
+    """
+    swept = _sweep()
+    if status is None:  # the reaper was killed: only the second line can have ended the rest
+        return CommandRun(
+            argv=args,
+            returncode=None,
+            timed_out=hung,
+            duration_s=elapsed,
+            start_error=None if hung else "the attempt's reaper ended without a report",
+            survivors=swept,
+            contained="subreaper" if _second_line else "lost",
+        )
+    code, duration = status.get("returncode"), status.get("duration_s")
+    left, error = status.get("survivors"), status.get("start_error")
+    survivors = tuple(p for p in left if type(p) is int) if isinstance(left, list) else ()
+    return CommandRun(
+        argv=args,
+        returncode=code if type(code) is int else None,
+        timed_out=hung or status.get("timed_out") is True,
+        duration_s=float(duration) if isinstance(duration, (int, float)) else elapsed,
+        start_error=error if isinstance(error, str) else None,
+        survivors=survivors + swept,
+        contained=str(status.get("contained", "process-group")),
+    )
+
+
+def _reaper_argv(status_fd: int, timeout_s: float | None) -> list[str]:
+    timeout = "" if timeout_s is None else repr(float(timeout_s))
+    return [sys.executable, "-I", "-S", _REAPER, str(status_fd), str(os.getpid()), timeout, "--"]
 
 
 def run_command(
@@ -184,49 +309,58 @@ def run_command(
     env: Mapping[str, str] | None = None,
     output: int = subprocess.DEVNULL,
 ) -> CommandRun:
-    """Run ``argv`` once in a fresh process group; kill the whole group at the timeout.
+    """Run ``argv`` once under its own reaper; return only when every process of it is gone.
 
     ``output`` receives the command's stdout and stderr (a file descriptor;
-    the CLI passes its own stderr so its stdout stays machine-readable).  If
-    anything interrupts the wait (a signal turned into an exception), the
-    process group is killed before the exception goes on.
+    the CLI passes its own stderr so its stdout stays machine-readable).  The
+    reaper kills the attempt at ``timeout_s``; if anything interrupts the wait
+    (a signal turned into an exception), the reaper is told to end the
+    attempt, and the exception goes on only after it has.
     """
     args = tuple(argv)
     start = time.monotonic()
+    read_end, write_end = os.pipe()
     try:
-        proc = subprocess.Popen(
-            args,
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            stdin=subprocess.DEVNULL,
-            stdout=output,
-            stderr=output,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        return CommandRun(
-            argv=args,
-            returncode=None,
-            timed_out=False,
-            duration_s=time.monotonic() - start,
-            start_error=f"{args[0]}: {exc.strerror or exc}",
-        )
-    try:
-        returncode = proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        return CommandRun(
-            argv=args, returncode=None, timed_out=True, duration_s=time.monotonic() - start
-        )
-    except BaseException:
-        _kill_group(proc)
-        raise
-    # The leader exited; workers it left behind in its group must not outlive the attempt.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    return CommandRun(
-        argv=args, returncode=returncode, timed_out=False, duration_s=time.monotonic() - start
-    )
+        try:
+            proc = subprocess.Popen(
+                [*_reaper_argv(write_end, timeout_s), *args],
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=output,
+                start_new_session=True,
+                pass_fds=(write_end,),
+            )
+        except OSError as exc:
+            return CommandRun(
+                argv=args,
+                returncode=None,
+                timed_out=False,
+                duration_s=time.monotonic() - start,
+                start_error=f"cannot start the attempt in {cwd}: {exc.strerror or exc}",
+            )
+        finally:
+            os.close(write_end)
+        _live.add(proc.pid)
+        hung = False
+        try:
+            # The reaper keeps the timeout; this wait only guards against a reaper that hangs.
+            proc.wait(timeout=None if timeout_s is None else timeout_s + _REAPER_GRACE_S)
+        except subprocess.TimeoutExpired:
+            hung = True
+            _stop_reaper(proc)
+        except BaseException:
+            with signals_deferred():
+                _stop_reaper(proc)
+                _live.discard(proc.pid)
+                _sweep()
+            raise
+        finally:
+            _live.discard(proc.pid)
+        return _ended(args, _read_status(read_end), time.monotonic() - start, hung=hung)
+    finally:
+        os.close(read_end)
 
 
 def remove_file(path: Path) -> None:

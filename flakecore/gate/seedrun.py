@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
+import shlex
 import stat
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -35,6 +35,7 @@ from flakecore.digest import canonical_json_sha256, sha256_bytes
 from flakecore.errors import InputError, UsageError
 from flakecore.gate.replay import DEFAULT_MISS_EXIT_CODES
 from flakecore.gate.runtime import (
+    WEAK_CONTAINMENT,
     CommandRun,
     atomic_write,
     child_env,
@@ -45,6 +46,7 @@ from flakecore.gate.runtime import (
 from flakecore.gate.worktree import GitError, read_blob, repo_toplevel, resolve_commit
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import BudgetPacket, Seed
+from flakecore.seeds import seed_from_text
 
 __all__ = [
     "BUDGET_RUN_FORMAT",
@@ -53,13 +55,13 @@ __all__ = [
     "DigestKind",
     "SeedRun",
     "fixture_digest",
+    "observation_packet",
     "parse_seeds",
     "run_budget",
 ]
 
 #: ``format`` of the record ``budget-run`` writes (``budget.json``).
 BUDGET_RUN_FORMAT = "flakecore.budget-run"
-_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
 #: How a fixture was digested: ``canonical-json`` or ``file`` (raw bytes).
 DigestKind = str
 
@@ -78,7 +80,7 @@ def fixture_digest(data: bytes) -> tuple[str, DigestKind]:
 
 
 def parse_seeds(text: str) -> tuple[Seed, ...]:
-    """``11,23,47`` -> ``(11, 23, 47)``; a token that is not a decimal integer stays a string.
+    """``11,23,47`` -> ``(11, 23, 47)``; each token read by :func:`~flakecore.seeds.seed_from_text`.
 
     Only canonical decimals become integers: ``007`` stays the string ``"007"``
     (reading it as ``7`` would silently run another seed).
@@ -90,7 +92,7 @@ def parse_seeds(text: str) -> tuple[Seed, ...]:
         token = raw.strip()
         if not token:
             raise UsageError(f"--seeds {text!r}: empty seed")
-        seeds.append(int(token) if _INTEGER.fullmatch(token) else token)
+        seeds.append(seed_from_text(token))
     return tuple(seeds)
 
 
@@ -194,12 +196,31 @@ def _seed_result(run: CommandRun, miss_codes: frozenset[int]) -> AttemptResult:
     return AttemptResult.ERROR
 
 
+class _Uncontained(Exception):
+    """A run left a process that could not be ended: nothing it touched can be recorded."""
+
+
 class _BudgetRun:
     def __init__(self, request: BudgetRunRequest, policy: Policy, output: int) -> None:
         self.request = request
         self.policy = policy
         self.output = output
         self.notes: list[str] = []
+        self.weak = False
+
+    def execute(self, argv: Sequence[str], top: Path, extra: dict[str, str]) -> CommandRun:
+        """One contained run; raises :class:`_Uncontained` unless every process of it ended."""
+        run = run_command(
+            argv,
+            cwd=top,
+            timeout_s=self.request.timeout_s,
+            env=child_env(extra),
+            output=self.output,
+        )
+        if failure := run.containment_failure:
+            raise _Uncontained(f"{shlex.join(argv)}: {failure}")
+        self.weak = self.weak or run.weakly_contained
+        return run
 
     def run(self, out: Path) -> BudgetRunOutcome:
         request, policy = self.request, self.policy
@@ -238,12 +259,17 @@ class _BudgetRun:
         }
         holds: bool | None = None
         passes: int | None = None
-        if parent_digest == head_digest:
-            holds = self.score_property(top, parent_bytes, parent_path, record)
-        if holds is True and not self.seeds_ok(seeds):
-            self.notes.append("no seed was run: the committed seed list cannot fill the budget")
-        elif holds is True:
-            passes = self.run_seeds(top, seeds, record)
+        try:
+            if parent_digest == head_digest:
+                holds = self.score_property(top, parent_bytes, parent_path, record)
+            if holds is True and not self.seeds_ok(seeds):
+                self.notes.append("no seed was run: the committed seed list cannot fill the budget")
+            elif holds is True:
+                passes = self.run_seeds(top, seeds, record)
+        except _Uncontained as exc:
+            return BudgetRunOutcome(decision=_insufficient(policy, str(exc)), record=None)
+        if self.weak:
+            self.notes.append(WEAK_CONTAINMENT)
         # Hash after the run: a loader that rewrote the head fixture is drift.
         head = record["head"]
         assert isinstance(head, dict)
@@ -310,13 +336,7 @@ class _BudgetRun:
             copy.write_bytes(parent_bytes)
             copy.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
             argv = substitute(request.property_command, fixture=str(copy))
-            run = run_command(
-                argv,
-                cwd=top,
-                timeout_s=request.timeout_s,
-                env=child_env({"FLAKECORE_FIXTURE": str(copy)}),
-                output=self.output,
-            )
+            run = self.execute(argv, top, {"FLAKECORE_FIXTURE": str(copy)})
             rewritten = not copy.is_file() or copy.read_bytes() != parent_bytes
         holds: bool | None
         if run.start_error is not None or run.timed_out or run.returncode is None:
@@ -348,9 +368,7 @@ class _BudgetRun:
             text = str(seed)
             argv = substitute(request.command, seed=text)
             extra = {request.seed_env: text} if request.seed_env else {}
-            run = run_command(
-                argv, cwd=top, timeout_s=request.timeout_s, env=child_env(extra), output=self.output
-            )
+            run = self.execute(argv, top, extra)
             result = _seed_result(run, request.miss_exit_codes)
             runs.append(
                 SeedRun(
@@ -369,6 +387,86 @@ class _BudgetRun:
         return passes
 
 
+def _same(a: object, b: object) -> bool:
+    """Equal by value *and* type (``True`` is not ``1``, ``"3"`` is not ``3``)."""
+    return type(a) is type(b) and a == b
+
+
+def _replayed(
+    record: Mapping[str, object], seeds: list[object], head: Mapping[str, object]
+) -> tuple[bool | None, int | None]:
+    """``(property_holds, passes)`` as the record's own property result and runs give them.
+
+    Mirrors :class:`_BudgetRun`: seeds run only when the property holds, in the
+    committed order, one each; a run that neither passed nor missed ends the
+    runs and leaves ``passes`` null, and so does a head fixture that could not
+    be read after the runs.  Raises ``ValueError`` for a property result or
+    runs that no budget-run could have written.
+    """
+    prop = record.get("property")
+    holds = prop.get("holds") if isinstance(prop, Mapping) else prop
+    if not (holds is None or isinstance(holds, bool)):
+        raise ValueError("property is not a recorded property result")
+    runs = record.get("runs")
+    if not isinstance(runs, list) or not all(isinstance(r, Mapping) for r in runs):
+        raise ValueError("runs is not a list of run records")
+    in_order = all(_same(r.get("seed"), seed) for r, seed in zip(runs, seeds, strict=False))
+    if len(runs) > len(seeds) or not in_order:
+        raise ValueError("the runs are not one run per committed seed, in order")
+    results = [r.get("result") for r in runs]
+    filled = [x in (AttemptResult.PASS.value, AttemptResult.MISS.value) for x in results]
+    if any(x not in {r.value for r in AttemptResult} for x in results) or not all(filled[:-1]):
+        raise ValueError("a run has no result, or runs went on after one that filled nothing")
+    if runs and holds is not True:
+        raise ValueError("seeds ran although the property was not found to hold")
+    unread = "digest_after_run" in head and not head["digest_after_run"]
+    if holds is not True or len(runs) != len(seeds) or not all(filled) or unread:
+        return holds, None
+    return holds, results.count(AttemptResult.PASS.value)
+
+
+def observation_packet(record: Mapping[str, object]) -> tuple[dict[str, object] | None, list[str]]:
+    """The budget packet of a ``budget.json``, checked against the record's own runs.
+
+    Returns ``(packet, problems)``: ``problems`` lists every way the packet's
+    summary (digests, property, passes, budget, parent commit -- and so its
+    code) disagrees with what the record says was observed; the packet counts
+    only when that list is empty.  A process that outlived its run, or anyone
+    who edited the file afterwards, changes the summary; the runs have to be
+    rewritten to match as well, which this check cannot see (that is what
+    signed records are for).
+    """
+    packet = record.get("packet")
+    if record.get("format") != BUDGET_RUN_FORMAT or not isinstance(packet, Mapping):
+        return None, [f"not a {BUDGET_RUN_FORMAT} record with a packet"]
+    seeds, parent, head = packet.get("seeds"), record.get("parent"), record.get("head")
+    if not (isinstance(seeds, list) and isinstance(parent, Mapping) and isinstance(head, Mapping)):
+        return None, ["the record has no seed list, parent or head"]
+    try:
+        holds, passes = _replayed(record, seeds, head)
+    except ValueError as exc:
+        return None, [str(exc)]
+    after = head.get("digest_after_run")
+    expected: dict[str, object] = {
+        "test_id": record.get("test_id"),
+        "parent_digest": parent.get("digest"),
+        "head_digest": after if after else head.get("digest"),
+        "property_holds": holds,
+        "passes": passes,
+        "budget": len(seeds),
+        "opened_against": parent.get("commit"),
+    }
+    problems = [
+        f"{name} is {packet.get(name)!r} but the record gives {value!r}"
+        for name, value in expected.items()
+        if not _same(packet.get(name), value)
+    ]
+    claimed, observed = budget(packet).code, budget({**packet, **expected}).code
+    if claimed is not observed:
+        problems.append(f"its code is {claimed.value} but its runs give {observed.value}")
+    return (None if problems else dict(packet)), problems
+
+
 def run_budget(
     request: BudgetRunRequest,
     *,
@@ -381,7 +479,9 @@ def run_budget(
     ``out`` is deleted first, so a stale observation never stands in for this
     one.  Raises :class:`~flakecore.errors.UsageError` for a request that
     makes no sense and :class:`~flakecore.errors.InputError` when the head
-    fixture cannot be read; a git failure is ``INSUFFICIENT_BUDGET``.
+    fixture cannot be read; a git failure is ``INSUFFICIENT_BUDGET``, and so
+    is a run that left a process which could not be ended (then no record is
+    written: that process could still rewrite it).
     ``output`` receives the commands' stdout and stderr (discarded by default).
     """
     remove_file(out)

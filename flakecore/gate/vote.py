@@ -37,7 +37,7 @@ import attrs
 from flakecore._fields import MISSING, is_bool, is_nonblank
 from flakecore.codes import FailureClass
 from flakecore.digest import is_digest
-from flakecore.identity import RunnerId
+from flakecore.identity import runner_id_problem
 from flakecore.lease import format_version_ok
 
 __all__ = [
@@ -87,14 +87,8 @@ def run_record_problems(
     if version is not MISSING and not format_version_ok(version):
         problems.append(f"format_version {version!r} is not a 1.x version")
     problems += [f"unknown field {k!r}" for k in sorted(set(record) - set(RUN_RECORD_FIELDS))]
-    if _present(record, "runner_id"):
-        runner = record["runner_id"]
-        try:
-            if not isinstance(runner, str):
-                raise TypeError(runner)
-            RunnerId.parse(runner)
-        except (ValueError, TypeError):
-            problems.append("runner_id is not 'img:<image digest>+nonce:<16 hex>'")
+    if _present(record, "runner_id") and (problem := runner_id_problem(record["runner_id"])):
+        problems.append(f"runner_id {problem}")
     if _present(record, "class") and record["class"] not in _CLASSES:
         problems.append(f"class {record['class']!r} is not one of {sorted(_CLASSES)}")
     for field in ("fixture_hash", "input_hash"):

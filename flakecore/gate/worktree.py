@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -21,7 +22,7 @@ from types import TracebackType
 
 import attrs
 
-from flakecore.errors import FlakecoreError
+from flakecore.errors import FlakecoreError, UsageError
 from flakecore.gate.runtime import child_env, signals_deferred
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "TreeEntry",
     "git",
     "head_commit",
+    "matching_refs",
     "read_blob",
     "read_object",
     "repo_toplevel",
@@ -91,26 +93,105 @@ def repo_toplevel(path: Path) -> Path:
     return Path(os.path.realpath(out))
 
 
-def resolve_commit(repo: Path, ref: str) -> str:
-    """The full object id of the commit ``ref`` names.
+#: A full commit id (SHA-1 or SHA-256): the one spelling that names exactly one object.
+_FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+#: What git accepts as an abbreviated object id.
+_ABBREV = re.compile(r"[0-9a-f]{4,63}")
+#: Refs that live at the top of the git directory (``HEAD``, ``FETCH_HEAD``...).
+_ROOT_REF = re.compile(r"[A-Z_]*HEAD")
+#: ``~N`` / ``^N`` / ``^`` navigation after the name; nothing else is taken.
+_NAVIGATION = re.compile(r"(?:[~^][0-9]*)*")
 
-    A revision starting with ``-`` is refused: git would read it as an option.
-    """
-    if not ref.strip() or ref.startswith("-"):
-        raise GitError(f"unknown revision {ref!r}: not a commit in this repository")
+
+def _unknown(ref: str) -> GitError:
+    return GitError(f"unknown revision {ref!r}: not a commit in this repository")
+
+
+def _rev_parse_commit(repo: Path, rev: str, shown: str) -> str:
     try:
-        out = git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", cwd=repo)
+        out = git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", cwd=repo)
     except GitError:
-        raise GitError(f"unknown revision {ref!r}: not a commit in this repository") from None
+        raise _unknown(shown) from None
     sha = out.strip()
-    if not sha:
-        raise GitError(f"unknown revision {ref!r}: not a commit in this repository")
+    if not _FULL_SHA.fullmatch(sha):
+        raise _unknown(shown)
     return sha
 
 
+def matching_refs(repo: Path, name: str) -> list[str]:
+    """Every full ref name git's rules would accept for ``name`` (``git help revisions``).
+
+    git tries ``NAME``, ``refs/NAME``, ``refs/tags/NAME``, ``refs/heads/NAME``,
+    ``refs/remotes/NAME`` and ``refs/remotes/NAME/HEAD``, takes the first that
+    exists and only *warns* when several do -- so a tag ``main`` pushed with
+    the patch silently wins over the branch.  Listing them all is how the
+    ambiguity is seen.
+    """
+    candidates = [f"refs/{name}", f"refs/tags/{name}", f"refs/heads/{name}"]
+    candidates += [f"refs/remotes/{name}", f"refs/remotes/{name}/HEAD"]
+    if name.startswith("refs/"):
+        candidates.insert(0, name)
+    listed = set(git("for-each-ref", "--format=%(refname)", *candidates, cwd=repo).splitlines())
+    found = [c for c in dict.fromkeys(candidates) if c in listed]
+    if _ROOT_REF.fullmatch(name):
+        top = git("rev-parse", "--git-path", name, cwd=repo).strip()
+        if os.path.isfile(top if os.path.isabs(top) else repo / top):
+            found.insert(0, name)
+    return found
+
+
+def resolve_commit(repo: Path, ref: str, *, flag: str = "--base") -> str:
+    """The full object id of the one commit ``ref`` names; refuse a ref that names two.
+
+    Accepted: a full commit id (40 or 64 hex), or a branch, tag, remote-tracking
+    or root ref name (``main``, ``refs/heads/main``, ``origin/main``, ``HEAD``)
+    optionally followed by ``~N``/``^N``, or an abbreviated commit id that is
+    not also a ref name.  A name that matches several refs (a tag and a branch
+    both called ``main``), a revision starting with ``-`` or holding blanks,
+    and any other revision syntax (``@{...}``, ``:path``, ranges) are a
+    :class:`UsageError`; a name that matches nothing is a :class:`GitError`.
+    """
+    if not ref or ref != ref.strip() or ref.startswith("-") or any(c in ref for c in "\0 \t\n"):
+        raise UsageError(f"{flag} {ref!r} is not a git revision")
+    if _FULL_SHA.fullmatch(ref):
+        if _rev_parse_commit(repo, ref, ref) != ref:
+            raise _unknown(ref)
+        return ref
+    cut = min((i for i in (ref.find("~"), ref.find("^")) if i >= 0), default=len(ref))
+    name, navigation = ref[:cut], ref[cut:]
+    if (
+        not name
+        or not _NAVIGATION.fullmatch(navigation)
+        or "@{" in name
+        or ":" in name
+        or ".." in name
+    ):
+        raise UsageError(
+            f"{flag} {ref!r}: give a branch, tag or full commit id, optionally with ~N or ^N"
+        )
+    refs = matching_refs(repo, name)
+    if refs and _ABBREV.fullmatch(name) and _abbreviates_an_object(repo, name):
+        refs.append(f"commit id {name}...")
+    if len(refs) > 1:
+        raise UsageError(
+            f"{flag} {ref!r} is ambiguous: it matches {', '.join(refs)}; "
+            "name one in full (refs/heads/..., refs/tags/...) or give the full commit id"
+        )
+    if not refs and not _ABBREV.fullmatch(name):
+        raise _unknown(ref)
+    return _rev_parse_commit(repo, (refs[0] if refs else name) + navigation, ref)
+
+
+def _abbreviates_an_object(repo: Path, prefix: str) -> bool:
+    try:
+        return bool(git("rev-parse", f"--disambiguate={prefix}", cwd=repo).strip())
+    except GitError:
+        return False
+
+
 def head_commit(repo: Path) -> str:
-    """The full object id of ``HEAD`` in ``repo``."""
-    return resolve_commit(repo, "HEAD")
+    """The full object id of ``HEAD`` in ``repo`` (git's own ``HEAD`` file comes first)."""
+    return _rev_parse_commit(repo, "HEAD", "HEAD")
 
 
 def read_blob(repo: Path, commit: str, path: str) -> bytes:

@@ -39,7 +39,7 @@ KNOWN: dict[tuple[str, str, str, str], str] = {
     ("bazel", "testlogs/pkg/special%3C&%3E%22q%22/test.xml", "*", "input-error"): (
         "Bazel 4 wrote unescaped <&> into attributes: not well-formed XML, refused"
     ),
-    ("pytest-junit", "xunit1-reruns.xml", "tests.test_sample::test_xpass", "unexpected_pass"): (
+    ("pytest-junit", "xunit1-reruns.xml", "tests/test_sample.py::test_xpass", "unexpected_pass"): (
         "an XPASS is a childless <testcase>: " + _UNDETECTABLE
     ),
     ("pytest-junit", "xunit2-reruns.xml", "tests.test_sample::test_xpass", "unexpected_pass"): (

@@ -188,17 +188,25 @@ def lease_cases() -> None:
     )
     classify("owner-whitespace.json", {"owner": " \t\u00a0 "}, 6, "whitespace owner")
     classify("owner-null.json", {"owner": None}, 6, "null owner")
+    # SPEC 8: an owner that is not printable ASCII is no identity: the lease is refused.
+    classify("owner-nbsp-zwsp.json", {"owner": "\u00a0\u200b"}, 6, "NBSP+ZWSP owner")
+    classify("owner-zwj.json", {"owner": "\u200d"}, 6, "a lone U+200D owner")
+    classify("owner-newline.json", {"owner": "ci-bot\nclass=flake"}, 6, "owner with a newline")
+    classify("owner-hangul-filler.json", {"owner": "ci-bot\u3164"}, 6, "invisible U+3164")
 
-    def decide(name: str, clean: str, note: str) -> None:
+    def decide(name: str, clean: str, note: str, code: int = 2) -> None:
         add(
             "packets",
             name,
             js({**DECIDE, "clean_runner_id": clean}),
             ["decide", "{file}", "--json"],
-            4,
+            code,
             note,
         )
 
+    # A variant of the local runner id is outside the grammar: MISSING_FIELD (2)
+    # before it could count as a distinct runner.
+    decide("runner-same.json", LOCAL, "the same runner twice", 4)
     decide("runner-case.json", LOCAL.upper(), "runner ids equal modulo case")
     decide("runner-space.json", " " + LOCAL + " \n", "modulo whitespace")
     decide(
@@ -207,6 +215,11 @@ def lease_cases() -> None:
         "modulo Unicode NFKC (fullwidth)",
     )
     decide("runner-zero-width.json", LOCAL.replace(":", "\u200b:", 1), "modulo a zero-width space")
+    decide(
+        "runner-u2010.json",
+        "img:local\u2010uncontainerized+nonce:0123456789abcdef",
+        "U+2010 for '-': no runner id",
+    )
 
     def admit(name: str, value: str, note: str) -> None:
         packet = {**ADMIT, "property_sha256": value, "base_property_sha256": value}

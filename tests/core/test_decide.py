@@ -14,6 +14,7 @@ from flakecore.records import DECIDE_IDENTITY_FIELDS
 
 D = DecideCode
 LOCAL = "img:sha256:" + A + "+nonce:0123456789abcdef"
+FALLBACK = "img:local-uncontainerized+nonce:0123456789abcdef"
 
 TABLE: list[tuple[str, dict[str, Any], DecideCode, int]] = [
     ("row 9: eligible", {}, D.ELIGIBLE, 0),
@@ -52,25 +53,42 @@ TABLE: list[tuple[str, dict[str, Any], DecideCode, int]] = [
         4,
     ),
     ("row 3: same runner", {"clean_runner_id": LOCAL}, D.NOT_DISTINCT_RUNNER, 4),
-    ("row 3: same modulo case", {"clean_runner_id": LOCAL.upper()}, D.NOT_DISTINCT_RUNNER, 4),
+    # SPEC 8: a runner id outside its grammar is no runner, so a variant of the
+    # local id is refused at row 1 before it could count as a "distinct" runner.
+    ("row 1: runner id upper case", {"clean_runner_id": LOCAL.upper()}, D.MISSING_FIELD, 2),
+    ("row 1: runner id with spaces", {"clean_runner_id": " " + LOCAL + "\n"}, D.MISSING_FIELD, 2),
     (
-        "row 3: same modulo whitespace",
-        {"clean_runner_id": " " + LOCAL + "\n"},
-        D.NOT_DISTINCT_RUNNER,
-        4,
-    ),
-    (
-        "row 3: same modulo NFKC",
+        "row 1: runner id fullwidth",
         {"clean_runner_id": LOCAL.replace("img", "\uff49mg")},
-        D.NOT_DISTINCT_RUNNER,
-        4,
+        D.MISSING_FIELD,
+        2,
     ),
     (
-        "row 3: same modulo zero-width",
+        "row 1: runner id zero-width",
         {"clean_runner_id": LOCAL[:5] + "\u200b" + LOCAL[5:]},
+        D.MISSING_FIELD,
+        2,
+    ),
+    (
+        "row 1: runner id U+2010 for '-'",
+        {"local_runner_id": FALLBACK, "clean_runner_id": FALLBACK.replace("-", "\u2010")},
+        D.MISSING_FIELD,
+        2,
+    ),
+    ("row 1: local runner id not a runner id", {"local_runner_id": "ci-box-3"}, D.MISSING_FIELD, 2),
+    (
+        "row 1: runner id with a tag image",
+        {"clean_runner_id": "img:ubuntu:24.04+nonce:0123456789abcdef"},
+        D.MISSING_FIELD,
+        2,
+    ),
+    (
+        "row 3: one fallback runner",
+        {"local_runner_id": FALLBACK, "clean_runner_id": FALLBACK},
         D.NOT_DISTINCT_RUNNER,
         4,
     ),
+    ("row 9: the honest local fallback is a runner", {"clean_runner_id": FALLBACK}, D.ELIGIBLE, 0),
     (
         "row 3 before row 4",
         {"clean_runner_id": LOCAL, "local_class": "deterministic"},

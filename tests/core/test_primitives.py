@@ -125,6 +125,47 @@ def test_rfc3339_refuses(text: str) -> None:
         parse_rfc3339(text)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "9999-12-31T23:59:59Z",
+        "9999-12-31T23:59:59.999999+00:00",
+        "0001-01-01T00:00:00Z",
+        "9999-12-31T23:00:00+05:00",
+        "0001-01-01T00:00:00-05:00",
+    ],
+)
+def test_rfc3339_at_the_ends_of_the_calendar(text: str) -> None:
+    """Instants UTC can hold parse and format back without overflow."""
+    when = parse_rfc3339(text)
+    assert parse_rfc3339(format_rfc3339(when)) == when
+
+
+@pytest.mark.parametrize("text", ["9999-12-31T23:00:00-05:00", "0001-01-01T00:00:00+00:01"])
+def test_rfc3339_refuses_an_instant_outside_utc_years(text: str) -> None:
+    """Year 10000 (or 0) in UTC: refused at the parse, so no later arithmetic overflows."""
+    with pytest.raises(ValueError, match=r"outside years 0001\.\.9999 in UTC"):
+        parse_rfc3339(text)
+
+
+@given(
+    st.datetimes(
+        timezones=st.builds(
+            dt.timezone,
+            st.timedeltas(
+                min_value=dt.timedelta(hours=-23, minutes=-59),
+                max_value=dt.timedelta(hours=23, minutes=59),
+            ),
+        )
+    )
+)
+def test_format_rfc3339_is_total(when: dt.datetime) -> None:
+    """Even a caller's own datetime past year 9999 in UTC formats (keeping its offset)."""
+    text = format_rfc3339(when)
+    assert text.isascii()
+    assert dt.datetime.fromisoformat(text.replace("Z", "+00:00")) == when
+
+
 def test_naive_message() -> None:
     with pytest.raises(ValueError, match="naive"):
         parse_rfc3339("2026-10-20T00:00:00")

@@ -91,7 +91,7 @@ def test_preexisting_flake_is_accepted_and_the_freeze_record_written(
         "base_fixture_epoch": epoch,
         "claimed_epoch": epoch,
         "property_id": TEST_ID,
-        "seed": "3",
+        "seed": 3,
         "base_sha": repo.base,
     }
     assert d["packet"] == packet
@@ -99,7 +99,7 @@ def test_preexisting_flake_is_accepted_and_the_freeze_record_written(
         "format": "flakecore.freeze-record",
         "format_version": "1.0",
         "property_id": TEST_ID,
-        "seed": "3",
+        "seed": 3,
         "base_sha": repo.base,
         "property_sha256": prop,
         "base_property_sha256": prop,
@@ -111,7 +111,7 @@ def test_preexisting_flake_is_accepted_and_the_freeze_record_written(
         "policy_values": {"attempt_cap": 5, "min_base_misses": 1},
     }
     assert log.read_bytes() == (
-        b'{"seed":"3","n":1,"result":"miss"}\n{"seed":"3","n":2,"result":"miss"}\n'
+        b'{"seed":3,"n":1,"result":"miss"}\n{"seed":3,"n":2,"result":"miss"}\n'
     )
     # The packet it printed is one the admit verb decides the same way.
     packet_file = tmp_path / "packet.json"
@@ -364,7 +364,7 @@ def _patch_log(path: Path, seed: str | int, *results: AttemptResult) -> Path:
 
 
 def test_patch_log_is_reduced_for_patch_misses(repo: SampleRepo, tmp_path: Path) -> None:
-    log = _patch_log(tmp_path / "patch.jsonl", "7", AttemptResult.PASS, AttemptResult.MISS)
+    log = _patch_log(tmp_path / "patch.jsonl", 7, AttemptResult.PASS, AttemptResult.MISS)
     patch = ("--patch-log", str(log))
     run = repo.flakecore(*repo.replay_args(seed="7", out=tmp_path / "r.json", patch=patch))
     d = decision(run)
@@ -377,11 +377,11 @@ def test_patch_log_is_reduced_for_patch_misses(repo: SampleRepo, tmp_path: Path)
 def test_patch_log_of_another_seed_or_truncated_is_incomplete(
     repo: SampleRepo, tmp_path: Path
 ) -> None:
-    other = _patch_log(tmp_path / "int-seed.jsonl", 3, AttemptResult.MISS)  # 3 is not "3"
+    other = _patch_log(tmp_path / "str-seed.jsonl", "3", AttemptResult.MISS)  # "3" is not 3
     truncated = tmp_path / "truncated.jsonl"
-    truncated.write_bytes(b'{"seed":"3","n":1,"result":"miss"}\n{"seed":"3","n":2,"res')
+    truncated.write_bytes(b'{"seed":3,"n":1,"result":"miss"}\n{"seed":3,"n":2,"res')
     for log, reason in [
-        (other, "patch log seed 3 is not the pinned seed '3'"),
+        (other, "patch log seed '3' is not the pinned seed 3"),
         (truncated, "patch log is incomplete"),
     ]:
         args = repo.replay_args(seed="3", out=tmp_path / "r.json", patch=("--patch-log", str(log)))
@@ -433,6 +433,20 @@ def test_junit_report_decides_each_attempt(
     repo.assert_clean()
 
 
+def test_a_pytest_node_id_selects_its_xunit2_testcase(repo: SampleRepo, tmp_path: Path) -> None:
+    # pytest's default JUnit (xunit2) names the test tests.test_prop::test_property;
+    # its node id matches it by the documented rule, and the packet carries the node id.
+    out = tmp_path / "freeze.json"
+    args = _report_args(repo, out, seed="3", command=pytest_command("--junitxml=report.xml"))
+    node_id = "tests/test_prop.py::test_property"
+    args[args.index("--test-id") + 1] = node_id
+    run = repo.flakecore(*args)
+    d = decision(run)
+    assert (run.returncode, d["code"], results(d)) == (0, "ACCEPT_PREEXISTING", ["miss", "miss"])
+    assert json.loads(out.read_text())["property_id"] == node_id
+    repo.assert_clean()
+
+
 @pytest.mark.parametrize(
     ("command", "test_id", "reason"),
     [
@@ -440,7 +454,8 @@ def test_junit_report_decides_each_attempt(
         (
             pytest_command("--junitxml=report.xml"),
             "tests.test_prop::test_other",
-            "report report.xml has no record for 'tests.test_prop::test_other'",
+            "report report.xml has no record for 'tests.test_prop::test_other'; "
+            "closest: 'tests.test_prop::test_property'",
         ),
     ],
     ids=["report-missing", "no-record-for-test-id"],

@@ -402,6 +402,62 @@ def test_lease_check_fails_on_a_bad_record(
     assert reason in bad_lines[0]
 
 
+def test_lease_check_judges_every_record_when_one_is_in_year_9999(tmp_path: Path) -> None:
+    """A year-9999 lease used to crash the check (OverflowError, exit 70) and hide the rest."""
+    leases, ledger = valid_set(tmp_path)
+    far = {
+        "tests/far.py::opened": {
+            "opened_at": "9999-12-31T00:00:00Z",
+            "expires_at": "9999-12-31T12:00:00Z",
+        },
+        "tests/far.py::expires": {"expires_at": "9999-12-31T23:59:59Z"},
+        "tests/far.py::utc-10000": {"expires_at": "9999-12-31T23:00:00-05:00"},
+    }
+    bad = {
+        name: store(leases, lease_record(test_id=name, **changes)) for name, changes in far.items()
+    }
+    bad["row"] = store(ledger, row_record(test_id="tests/far.py::row", expires_on="9999-12-31"))
+    bad["expired"] = store(
+        leases, lease_record(test_id="tests/old.py::t", expires_at="2026-11-01T00:00:00Z")
+    )
+    done = check(leases, ledger, extra=("--json",))
+    assert done.returncode == EXIT_INVALID_RECORDS, done.stderr
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+    verdicts = {r["file"]: r for r in map(json.loads, done.stdout.splitlines())}
+    assert len(verdicts) == 4 + len(bad)
+    assert {f for f, r in verdicts.items() if not r["valid"]} == {str(p) for p in bad.values()}
+    assert all(verdicts[str(p)]["problems"] for p in bad.values())
+    text = check(leases, ledger)
+    assert text.returncode == EXIT_INVALID_RECORDS
+    assert f"{4 + len(bad)} records, {len(bad)} invalid" in text.stdout
+
+
+def test_lease_check_now_at_the_end_of_the_calendar(tmp_path: Path) -> None:
+    leases, ledger = valid_set(tmp_path)
+    done = on_base("lease", "check", str(leases), str(ledger), "--now", "9999-12-31T23:59:59Z")
+    assert done.returncode == EXIT_INVALID_RECORDS, done.stderr
+    assert "4 records, 4 invalid" in done.stdout
+    late = on_base("lease", "check", str(leases), "--now", "9999-12-31T23:00:00-05:00")
+    assert late.returncode == 64 and "outside years" in late.stderr
+
+
+def test_ledger_apply_on_the_last_days_is_a_usage_error(tmp_path: Path) -> None:
+    packet = dump(tmp_path / "b.json", budget_packet(test_id=TEST_ID))
+    done = cli(
+        "ledger",
+        "apply",
+        "--dir",
+        str(tmp_path / "ledger"),
+        packet,
+        "--today",
+        "9999-12-25",
+        "--no-config",
+    )
+    assert done.returncode == 64 and "no room" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "ledger").exists()
+
+
 def test_lease_check_invalid_json(tmp_path: Path) -> None:
     leases, ledger = valid_set(tmp_path)
     (leases / ("f" * 64 + ".json")).write_text('{"format": "flakecore.lease",')

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -65,7 +66,7 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-def commit(repo: Path, changes: dict[str, str | None]) -> None:
+def commit(repo: Path, changes: Mapping[str, str | None]) -> None:
     for path, text in changes.items():
         if text is None:
             git(repo, "rm", "-q", path)
@@ -232,3 +233,144 @@ def test_a_ledger_under_tests_is_a_ledger_path_only() -> None:
     result = guard_paths("main", ["tests/ledger/x.json"], ["tests/*"], ["tests/ledger/*"])
     assert result.ledger_paths == ("tests/ledger/x.json",) and result.fixture_paths == ()
     assert not result.tripped
+
+
+# --------------------------------------------------------------------------- coverage
+#
+# Each attack moves the ledger, or the policy, where the globs do not look; each honest
+# twin is the same diff without the move, and the guard lets it through.
+
+FIXTURE = {"tests/fixtures/data.json": '{"n": 2}\n'}
+#: A lease in a folder no ledger glob names.
+FORGED = {"elsewhere/" + "b" * 64 + ".json": "{}\n"}
+DIRS = (".flakecore/ledger", ".flakecore/leases")
+
+
+def guard(repo: Path) -> tuple[bool, dict[str, str], tuple[str, ...]]:
+    result = run_guard(
+        str(repo),
+        "main",
+        fixture_globs=DEFAULT_FIXTURE_GLOBS,
+        ledger_globs=LEDGER_GLOBS,
+        ledger_dirs=DIRS,
+    )
+    done = cli("guard", "--base", "main", "--repo", str(repo), "--no-config")
+    assert done.returncode == (EXIT_GUARD_TRIPPED if result.tripped else 0), done.stderr
+    return result.tripped, dict(result.ledger_reasons), result.ledger_paths
+
+
+def symlink(repo: Path, path: str, target: str) -> None:
+    (repo / path).parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(target, repo / path)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "link")
+
+
+@pytest.mark.parametrize("link", [".flakecore/leases", ".flakecore"])
+def test_the_lease_dir_or_its_parent_as_a_symlink_is_a_ledger_path(repo: Path, link: str) -> None:
+    if link == ".flakecore":
+        git(repo, "rm", "-rq", ".flakecore")
+        git(repo, "commit", "-qm", "move the ledger")
+    commit(repo, {**FIXTURE, **FORGED})
+    symlink(repo, link, "../elsewhere" if "/" in link else "elsewhere")
+    tripped, reasons, paths = guard(repo)
+    assert tripped and link in paths
+    assert reasons[link] == "a symlink: git cannot show what lies behind it"
+
+
+def test_the_same_diff_without_the_symlink_passes(repo: Path) -> None:
+    commit(repo, {**FIXTURE, **FORGED})
+    assert guard(repo) == (False, {}, ())
+
+
+def test_the_lease_dir_as_a_submodule_is_a_ledger_path(repo: Path) -> None:
+    commit(repo, FIXTURE)
+    head = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{head},.flakecore/leases")
+    git(repo, "commit", "-qm", "leases from elsewhere")
+    tripped, reasons, _ = guard(repo)
+    assert tripped
+    assert reasons == {".flakecore/leases": "a submodule: git cannot show what lies behind it"}
+
+
+def test_a_file_in_place_of_the_lease_dir_is_a_ledger_path(repo: Path) -> None:
+    commit(repo, {**FIXTURE, ".flakecore/leases": "not a directory\n"})
+    tripped, reasons, _ = guard(repo)
+    assert tripped
+    assert reasons == {".flakecore/leases": "the ledger/lease directory .flakecore/leases itself"}
+
+
+@pytest.mark.parametrize(
+    "config",
+    ["pytest.ini", "setup.cfg", "tox.ini", "pyproject.toml", "pkg/sub/conftest.py"],
+)
+def test_test_configuration_is_watched_by_default(repo: Path, config: str) -> None:
+    body = "[tool.pytest.ini_options]\naddopts = '-p no:randomly'\n"
+    commit(repo, {config: body if config.endswith(".toml") else "[pytest]\naddopts = -x\n"})
+    assert guard(repo)[0] is False  # the honest twin: configuration alone
+    commit(repo, {ROW: '{"x": 2}\n'})
+    tripped, _, paths = guard(repo)
+    assert tripped and paths == (ROW,)
+
+
+POLICY = '[project]\nname = "x"\n\n[tool.flakecore]\nattempt_cap = 5\n'
+
+
+@pytest.fixture
+def configured(repo: Path) -> Path:
+    git(repo, "checkout", "-q", "main")
+    commit(repo, {"pyproject.toml": POLICY})
+    git(repo, "checkout", "-q", "feature")
+    git(repo, "rebase", "-q", "main")
+    return repo
+
+
+def test_a_diff_that_changes_the_policy_table_is_a_guarded_path(configured: Path) -> None:
+    commit(configured, {"pyproject.toml": POLICY.replace("= 5", "= 1000"), **FIXTURE})
+    tripped, reasons, paths = guard(configured)
+    assert tripped and paths == ("pyproject.toml [tool.flakecore]",)
+    assert reasons == {
+        "pyproject.toml [tool.flakecore]": "the diff changes the [tool.flakecore] policy table"
+    }
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        POLICY.replace("attempt_cap = 5", "# reviewed\nattempt_cap   =   5"),  # same table
+        POLICY.replace('"x"', '"y"'),  # outside the table
+    ],
+    ids=["formatting", "project-name"],
+)
+def test_the_same_table_is_no_policy_change(configured: Path, text: str) -> None:
+    commit(configured, {"pyproject.toml": text, **FIXTURE})
+    tripped, reasons, _ = guard(configured)
+    assert not tripped and reasons == {}
+
+
+def test_a_policy_change_alone_does_not_trip(configured: Path) -> None:
+    """The pyproject counts as test configuration only when more than the table changed."""
+    commit(configured, {"pyproject.toml": POLICY.replace("= 5", "= 3")})
+    tripped, _, paths = guard(configured)
+    assert not tripped and paths == ("pyproject.toml [tool.flakecore]",)
+    commit(configured, {"pyproject.toml": POLICY.replace("= 5", "= 3") + "[tool.pytest]\n"})
+    assert guard(configured)[0] is True
+
+
+def test_an_unreadable_pyproject_counts_as_a_policy_change(configured: Path) -> None:
+    commit(configured, {"pyproject.toml": "[tool.flakecore\nbroken"})
+    tripped, reasons, _ = guard(configured)
+    assert tripped
+    assert reasons["pyproject.toml [tool.flakecore]"].startswith(
+        "the policy table cannot be compared: HEAD:pyproject.toml: invalid TOML"
+    )
+
+
+def test_any_symlink_in_the_diff_is_a_ledger_path(repo: Path) -> None:
+    symlink(repo, "docs/data.json", "../.flakecore/ledger/" + "a" * 64 + ".json")
+    assert guard(repo)[0] is False  # the link alone
+    commit(repo, FIXTURE)
+    tripped, reasons, _ = guard(repo)
+    assert tripped and reasons == {
+        "docs/data.json": "a symlink: git cannot show what lies behind it"
+    }

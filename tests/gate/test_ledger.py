@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from identities import IDENTITIES
 from packets import decide_packet
 
 from flakecore.codes import BudgetCode, TrustReason
-from flakecore.errors import InputError
+from flakecore.errors import InputError, UsageError
 from flakecore.gate.basetrust import RecordTrust
 from flakecore.gate.ledger import (
     apply_budget,
@@ -29,7 +30,9 @@ from flakecore.gate.ledger import (
     row_expired,
     row_problems,
 )
+from flakecore.gate.seedrun import BUDGET_RUN_FORMAT, observation_packet
 from flakecore.policy import Policy
+from flakecore.timeutil import format_rfc3339
 from gate.support import (
     HOST,
     NOW,
@@ -295,7 +298,7 @@ def test_no_defective_lease_ever_passes_the_directory_check(defect: dict[str, ob
 
 @given(
     offset=st.integers(min_value=1, max_value=14 * 86400),
-    owner=st.text(min_size=1, max_size=10).filter(str.strip),
+    owner=IDENTITIES,
 )
 def test_a_sound_lease_passes_the_directory_check(offset: int, owner: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
@@ -303,3 +306,154 @@ def test_a_sound_lease_passes_the_directory_check(offset: int, owner: str) -> No
         store(Path(tmp), lease_record(owner=owner, expires_at=expiry))
         (checked,) = check_directory(tmp, trust=OWN_OUTPUT, now=NOW)
         assert checked.valid, checked.problems
+
+
+# --------------------------------------------------------------------------- the ends of the calendar
+
+FAR = [
+    (
+        "opened and expiring in 9999",
+        {"opened_at": "9999-12-31T00:00:00Z", "expires_at": "9999-12-31T12:00:00Z"},
+        "in the future",
+    ),
+    ("expiring at the last second", {"expires_at": "9999-12-31T23:59:59Z"}, "days"),
+    ("expiring past 9999 in UTC", {"expires_at": "9999-12-31T23:00:00-05:00"}, "outside years"),
+    ("opened before year 1 in UTC", {"opened_at": "0001-01-01T00:00:00+05:00"}, "outside years"),
+    ("opened in year 1", {"opened_at": "0001-01-01T00:00:00Z"}, "days after opened_at"),
+]
+
+
+@pytest.mark.parametrize(("changes", "reason"), [f[1:] for f in FAR], ids=[f[0] for f in FAR])
+def test_a_lease_at_the_ends_of_the_calendar_is_judged_not_crashed(
+    changes: dict[str, object], reason: str
+) -> None:
+    checked = check_record(lease_record(**changes), path=NAME, now=NOW)
+    assert not checked.valid
+    assert any(reason in p for p in checked.problems), checked.problems
+
+
+def test_a_row_expiring_on_the_last_day_is_judged() -> None:
+    assert "permanent freeze" in " ".join(
+        row_problems(row_record(expires_on="9999-12-31"), today=TODAY)
+    )
+    last = dt.date(9999, 12, 30)
+    assert row_problems(row_record(expires_on="9999-12-31"), today=last) == []
+
+
+def test_a_row_cannot_be_opened_past_the_last_day(tmp_path: Path) -> None:
+    """today + 14 days would pass 9999-12-31: a usage error, not an OverflowError; nothing written."""
+    with pytest.raises(UsageError, match="no room"):
+        apply_budget(str(tmp_path / "ledger"), budget_packet(), today=dt.date(9999, 12, 25))
+    assert not (tmp_path / "ledger").exists()
+    action = apply_budget(str(tmp_path / "ledger"), budget_packet(), today=dt.date(9999, 12, 17))
+    assert action.action == "wrote" and action.row is not None
+    assert action.row["expires_on"] == "9999-12-31"
+
+
+_OFFSETS = st.builds(
+    dt.timezone,
+    st.timedeltas(
+        min_value=dt.timedelta(hours=-23, minutes=-59), max_value=dt.timedelta(hours=23, minutes=59)
+    ),
+)
+_STAMPS = st.builds(
+    lambda when, z: format_rfc3339(when) if z else when.isoformat(),
+    st.datetimes(timezones=_OFFSETS).map(lambda d: d.replace(microsecond=0)),
+    st.booleans(),
+) | st.sampled_from(
+    ["9999-12-31T23:59:59Z", "9999-12-31T23:59:59-23:59", "0001-01-01T00:00:00+23:59"]
+)
+
+
+@given(opened=_STAMPS, expires=_STAMPS, now=st.datetimes(timezones=_OFFSETS), day=st.dates())
+def test_every_record_gets_a_verdict_at_any_instant(
+    opened: str, expires: str, now: dt.datetime, day: dt.date
+) -> None:
+    """check_record is total over the calendar: one far-off record never hides the others."""
+    lease = check_record(lease_record(opened_at=opened, expires_at=expires), path=NAME, now=now)
+    row = check_record(row_record(expires_on=day.isoformat()), path=NAME, now=now)
+    assert lease.kind == "lease" and row.kind == "ledger-row"
+
+
+# --------------------------------------------------------------------------- budget.json
+
+
+def observation(**changes: Any) -> dict[str, Any]:
+    """A ``budget.json`` as ``budget-run`` writes it: 5 of 8 seeds passed (FLAKE_CANDIDATE)."""
+    packet = budget_packet(test_id=TEST_ID)
+    results = ["pass", "miss", "pass", "miss", "pass", "miss", "pass", "pass"]
+    seeds = packet["seeds"]
+    assert isinstance(seeds, list)
+    record: dict[str, Any] = {
+        "format": BUDGET_RUN_FORMAT,
+        "format_version": "1.0",
+        "test_id": TEST_ID,
+        "parent": {"base": "main", "commit": packet["opened_against"], "path": "f.json",
+                   "digest": packet["parent_digest"], "digest_kind": "canonical-json"},
+        "head": {"path": "f.json", "digest": packet["head_digest"], "digest_kind": "canonical-json"},
+        "property": {"command": ["p"], "holds": True, "exit": 0, "timed_out": False,
+                     "duration_s": 0.1},
+        "runs": [{"seed": s, "result": r, "exit": int(r == "miss"), "duration_s": 0.1}
+                 for s, r in zip(seeds, results, strict=True)],
+        "packet": packet,
+    }  # fmt: skip
+    for path, value in changes.items():
+        *parents, key = path.split(".")
+        target = record
+        for part in parents:
+            target = target[part]
+        target[key] = value
+    return record
+
+
+def test_an_honest_observation_yields_its_packet() -> None:
+    record = observation()
+    assert observation_packet(record) == (record["packet"], [])
+
+
+def test_runs_stopped_by_a_timeout_give_null_passes() -> None:
+    runs = observation()["runs"][:3]
+    runs[-1]["result"] = "timeout"
+    record = observation(runs=runs, **{"packet.passes": None})
+    assert observation_packet(record) == (record["packet"], [])
+
+
+SEEDS = [11, 23, 47, 71, 97, 131, 173, 211]
+MISMATCHES = [
+    ("passes", {"packet.passes": 4}, "passes is 4 but the record gives 5"),
+    ("all-missed", {"runs": [{"seed": s, "result": "miss"} for s in SEEDS]},
+     "passes is 5 but the record gives 0"),
+    ("property", {"property.holds": False}, "seeds ran although the property was not found"),
+    ("head", {"head.digest_after_run": "c" * 64}, f"head_digest is {'a' * 64!r} but"),
+    ("parent", {"parent.commit": "3" * 40}, "opened_against is"),
+    ("budget", {"packet.budget": 9}, "budget is 9 but the record gives 8"),
+    ("seed-order", {"packet.seeds": [23, 11, 47, 71, 97, 131, 173, 211]}, "not one run per"),
+    ("int-vs-str", {"packet.seeds": ["11", 23, 47, 71, 97, 131, 173, 211]}, "not one run per"),
+    ("bad-result", {"runs": [{"seed": 11, "result": "green"}]}, "a run has no result"),
+    ("after-error", {"runs": [{"seed": 11, "result": "error"}, {"seed": 23, "result": "pass"}]},
+     "runs went on after one"),
+    ("no-packet", {"packet": None}, "not a flakecore.budget-run record"),
+    ("no-head", {"head": []}, "no seed list, parent or head"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("changes", "problem"), [pytest.param(c, p, id=i) for i, c, p in MISMATCHES]
+)
+def test_a_packet_that_disagrees_with_its_runs_is_refused(
+    tmp_path: Path, changes: dict[str, Any], problem: str
+) -> None:
+    record = observation(**changes)
+    packet, problems = observation_packet(record)
+    assert packet is None and any(problem in p for p in problems), problems
+    ledger = tmp_path / "ledger"
+    store(ledger, row_record())
+    before = listing(ledger)
+    action = apply_budget(str(ledger), record, today=TODAY)
+    assert (action.action, action.decision.code) == ("refused", BudgetCode.INSUFFICIENT_BUDGET)
+    assert action.decision.exit_code == 1 and listing(ledger) == before
+
+
+def test_ledger_apply_reads_budget_json_in_place(tmp_path: Path) -> None:
+    action = apply_budget(str(tmp_path / "ledger"), observation(), today=TODAY)
+    assert (action.action, action.row) == ("wrote", row_record())

@@ -510,3 +510,26 @@ def test_a_lease_the_schema_refuses_is_refused_by_the_checker(data: st.DataObjec
     record = data.draw(mutated(opened.record, LEASE_FIELDS_GOOD, "lease"))
     if not validation.is_valid(record, "lease"):
         assert lease.lease_problems(record, now=NOW) != []
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.text(min_size=1, max_size=40).filter(str.strip), min_size=1, max_size=5, unique=True
+    ),
+    st.sampled_from(["main", "gw0", "gw17"]),
+)
+def test_log_directory_index_lines_are_valid(test_ids: list[str], worker: str) -> None:
+    from flakecore.logdir import LogDirectory, index_name, read_log_dir
+
+    with tempfile.TemporaryDirectory() as tmp:
+        logs = LogDirectory(tmp, worker, "s")
+        for test_id in test_ids:
+            logs.append(test_id, AttemptResult.PASS)
+        logs.close()
+        with open(os.path.join(tmp, index_name(worker)), "rb") as fh:
+            lines = fh.read().splitlines()
+        assert len(lines) == len(test_ids)
+        for line in lines:
+            assert_valid(json.loads(line), "log-index-line")  # what the writer writes
+        assert sorted(read_log_dir(tmp)) == sorted(test_ids)  # and what the reader accepts

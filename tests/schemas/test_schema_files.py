@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 import flakecore
 from flakecore import (
@@ -61,6 +63,7 @@ KINDS = (
     "freeze-record",
     "lease",
     "ledger-row",
+    "log-index-line",
     "record-statement",
     "signed-record",
 )
@@ -219,7 +222,9 @@ def test_the_blank_class_is_pythons_whitespace() -> None:
         assert (ch.strip() == "") is (re.search(pattern, ch) is None)
 
 
-@pytest.mark.parametrize("kind", [k for k in KINDS if k not in ("attempt-line", *FOREIGN)])
+@pytest.mark.parametrize(
+    "kind", [k for k in KINDS if k not in ("attempt-line", "log-index-line", *FOREIGN)]
+)
 def test_format_fields(kind: str) -> None:
     doc, fields = schema(kind), props(kind)
     assert fields["format"]["const"] == f"flakecore.{kind}"
@@ -364,3 +369,77 @@ def test_schema_files_are_plain_ascii_json() -> None:
         assert raw.isascii(), path.name
         assert raw.endswith(b"\n") and not raw.startswith(b"\xef\xbb\xbf")
         json.loads(raw)
+
+
+MAX_SAFE = 2**53 - 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_number_is_bounded_for_javascript(kind: str) -> None:
+    """SPEC 8: every integer and number is within +-(2**53 - 1), so Ajv and Python read one value."""
+    for where, node in all_nodes(schema(kind)):
+        if not isinstance(node, dict):
+            continue
+        types = node.get("type")
+        types = types if isinstance(types, list) else [types]
+        if "integer" in types or "number" in types:
+            low, high = node.get("minimum"), node.get("maximum")
+            assert isinstance(low, int) and low >= -MAX_SAFE, f"{kind}{where}: no minimum"
+            assert isinstance(high, int) and high <= MAX_SAFE, f"{kind}{where}: no maximum"
+        if "const" in node or "enum" in node:
+            values = node.get("enum", [node.get("const")])
+            assert all(not isinstance(v, int) or abs(v) <= MAX_SAFE for v in values), where
+
+
+IDENTITY_FIELDS = {
+    "lease": ("owner", "accepted_by", "patch_author"),
+    "classify-report": ("owner",),
+}
+RUNNER_FIELDS = {"lease": ("replay_host",), "decide-packet": ("local_runner_id", "clean_runner_id")}
+
+
+def test_identity_and_runner_fields_use_the_shared_definitions() -> None:
+    for kind, names in IDENTITY_FIELDS.items():
+        for name in names:
+            assert props(kind)[name]["$ref"] == "#/$defs/identity", (kind, name)
+    for kind, names in RUNNER_FIELDS.items():
+        for name in names:
+            assert props(kind)[name]["$ref"] == "#/$defs/runnerId", (kind, name)
+    identity_users = {k for k in KINDS if "identity" in schema(k).get("$defs", {})}
+    assert identity_users == set(IDENTITY_FIELDS)
+
+
+def _identity_pattern() -> str:
+    pattern = schema("lease")["$defs"]["identity"]["pattern"]
+    assert isinstance(pattern, str)
+    return pattern
+
+
+@given(st.text())
+@example("bot\n")
+@example("   ")
+@example("\uff42ot")
+def test_the_identity_pattern_is_the_core_rule(text: str) -> None:
+    """One rule in two places: $defs/identity and flakecore.identity agree on every text."""
+    from flakecore.identity import is_identity
+
+    assert (re.search(_identity_pattern(), text) is not None) is is_identity(text)
+
+
+def test_the_runner_id_pattern_is_the_core_grammar() -> None:
+    from flakecore.identity import is_runner_id
+
+    pattern = schema("lease")["$defs"]["runnerId"]["pattern"]
+    local = "img:sha256:" + "a" * 64 + "+nonce:0123456789abcdef"
+    for text in (
+        local,
+        "img:" + "b" * 64 + "+nonce:0123456789abcdef",
+        "img:local-uncontainerized+nonce:0123456789abcdef",
+        local.upper(),
+        local + "\n",
+        " " + local,
+        local.replace("img", "\uff49mg"),
+        "img:local\u2010uncontainerized+nonce:0123456789abcdef",
+        "img:ubuntu:24.04+nonce:0123456789abcdef",
+    ):
+        assert (re.search(pattern, text) is not None) is is_runner_id(text), repr(text)

@@ -102,3 +102,23 @@ def test_vector(kind: str, schema: dict[str, Any], data: Any, valid: bool) -> No
     problems = list(validation.iter_errors(data, kind))
     assert (not problems) is valid
     assert all(p.pointer == "" or p.pointer.startswith("/") for p in problems)
+
+
+def test_every_identity_class_is_a_vector_ajv_replays_too() -> None:
+    """tests/identities.py lists SPEC 8's classes; each is an owner vector, so Ajv sees it."""
+    from identities import BLANK, HONEST, NOT_PLAIN
+
+    owners = {
+        (test["data"]["owner"], test["valid"])
+        for group in _load(VECTORS / "classify-report.json")
+        for test in group["tests"]
+        if isinstance(test["data"], dict) and isinstance(test["data"].get("owner"), str)
+    }
+    json_texts = [
+        t for _, t, _ in NOT_PLAIN if "\udc80" not in t
+    ]  # no JSON file holds a lone surrogate
+    assert len(json_texts) == len(NOT_PLAIN) - 1
+    for text in [*json_texts, *(t for _, t in BLANK)]:
+        assert (text, False) in owners, repr(text)
+    for text in HONEST:
+        assert (text, True) in owners, text
