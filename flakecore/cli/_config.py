@@ -147,8 +147,6 @@ def config_from_args(
     no_config = getattr(args, "no_config", False)
     if no_config and path:
         raise UsageError("--config and --no-config exclude each other")
-    if base is not None and (not base or base.startswith("-") or base != base.strip()):
-        raise UsageError(f"--base {base!r} is not a git revision")
     checkout = _checkout(start) if base is None else repo_toplevel(Path(start))
     base_sha = resolve_commit(checkout, base) if base is not None else None
     if path:

@@ -16,8 +16,8 @@ from flakecore.cli._config import Need, add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments
 from flakecore.exits import EXIT_GUARD_TRIPPED, EXIT_NOINPUT, EXIT_OK
-from flakecore.gate import guard, worktree
 from flakecore.gate.guard import run_guard
+from flakecore.gate.worktree import GitError
 
 __all__ = ["register"]
 
@@ -65,7 +65,7 @@ def _run(args: argparse.Namespace) -> int:
             ledger_globs=ledger_globs,
             ledger_dirs=(config.ledger_dir, config.lease_dir),
         )
-    except (guard.GitError, worktree.GitError) as exc:
+    except GitError as exc:
         message = f"guard: cannot read the diff: {exc}"
         row = SummaryRow(
             test="",

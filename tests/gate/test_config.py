@@ -12,12 +12,10 @@ from flakecore.gate import config as config_module
 from flakecore.gate.config import (
     CONFIG_KEYS,
     DEFAULT_FIXTURE_GLOBS,
-    GateConfig,
-    find_pyproject,
-    load_config,
     parse_policy_override,
     parse_table,
 )
+from flakecore.gate.policy_source import load_outside_config
 from flakecore.policy import DEFAULT_POLICY, Policy
 from gate.support import AUTHOR, HOST, NOW_TEXT, REVIEWER, TEST_ID, cli, dump, lease_report
 
@@ -100,54 +98,46 @@ def test_table_must_be_a_table() -> None:
         parse_table(["not", "a", "table"])
 
 
-def test_load_config_reads_the_file_and_resolves_dirs(tmp_path: Path) -> None:
-    path = pyproject(tmp_path / "repo", '[tool.flakecore]\nmax_lease_days = 3\nledger_dir = "l"\n')
-    config = load_config(str(path))
+def test_an_outside_config_is_read_and_its_dirs_resolve_in_the_checkout(tmp_path: Path) -> None:
+    path = pyproject(tmp_path / "ci", '[tool.flakecore]\nmax_lease_days = 3\nledger_dir = "l"\n')
+    config = load_outside_config(str(path), checkout=tmp_path / "checkout")
     assert config.policy.max_lease_days == 3
     assert config.source.path == str(path) and config.source.revision is None
-    assert config.resolve(config.ledger_dir) == str(tmp_path / "repo" / "l")
+    assert config.resolve(config.ledger_dir) == str(tmp_path / "checkout" / "l")
 
 
-def test_load_config_without_table_is_defaults(tmp_path: Path) -> None:
+def test_an_outside_config_without_table_is_defaults(tmp_path: Path) -> None:
     path = pyproject(tmp_path, '[project]\nname = "x"\n')
-    assert load_config(str(path)).policy == DEFAULT_POLICY
-
-
-def test_discovery_walks_up_to_the_repository_root(tmp_path: Path) -> None:
-    root = tmp_path / "repo"
-    pyproject(root, "[tool.flakecore]\nmax_lease_days = 2\n")
-    sub = root / "a" / "b"
-    sub.mkdir(parents=True)
-    assert find_pyproject(str(sub)) == str(root / "pyproject.toml")
-    assert load_config(start=str(sub)).policy.max_lease_days == 2
-    inner = root / "inner"
-    (inner / ".git").mkdir(parents=True)
-    assert find_pyproject(str(inner)) is None, "the search stops at the repository root"
+    config = load_outside_config(str(path), checkout=tmp_path / "checkout")
+    assert config.policy == DEFAULT_POLICY
 
 
 def test_invalid_toml_and_missing_file(tmp_path: Path) -> None:
     path = pyproject(tmp_path, "[tool.flakecore\nmax = \n")
+    elsewhere = tmp_path / "checkout"
     with pytest.raises(InputError, match="invalid TOML"):
-        load_config(str(path))
+        load_outside_config(str(path), checkout=elsewhere)
     with pytest.raises(InputError, match="no such file"):
-        load_config(str(tmp_path / "missing.toml"))
+        load_outside_config(str(tmp_path / "missing.toml"), checkout=elsewhere)
 
 
-def test_without_a_toml_parser_a_flakecore_table_is_refused(
+def test_without_a_toml_parser_a_config_file_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Python 3.10 without tomli: never run on defaults looser than the repository's policy."""
     monkeypatch.setattr(config_module, "_loader", lambda: None)
-    configured = pyproject(tmp_path / "a", "[tool.flakecore]\nmax_lease_days = 3\n")
-    with pytest.raises(UsageError, match="tomli"):
-        load_config(start=str(configured.parent))
-    dotted = pyproject(tmp_path / "b", "[tool]\nflakecore.max_lease_days = 3\n")
-    with pytest.raises(UsageError, match="tomli"):
-        load_config(start=str(dotted.parent))
-    other = pyproject(tmp_path / "c", '[project]\nname = "flakecore"\n[tool.ruff]\nx = 1\n')
-    assert load_config(start=str(other.parent)) == GateConfig(root=str(other.parent))
-    with pytest.raises(UsageError, match="tomli"):
-        load_config(str(other))
+    elsewhere = tmp_path / "checkout"
+    for name, body in (
+        ("a", "[tool.flakecore]\nmax_lease_days = 3\n"),
+        ("b", "[tool]\nflakecore.max_lease_days = 3\n"),
+        ("c", '[project]\nname = "flakecore"\n[tool.ruff]\nx = 1\n'),
+    ):
+        path = pyproject(tmp_path / name, body)
+        with pytest.raises(UsageError, match="tomli"):
+            load_outside_config(str(path), checkout=elsewhere)
+    assert config_module.mentions_flakecore(b"[tool.flakecore]\n")
+    assert config_module.mentions_flakecore(b"[tool]\nflakecore.max_lease_days = 3\n")
+    assert not config_module.mentions_flakecore(b'[project]\nname = "flakecore"\n')
 
 
 @pytest.mark.parametrize(
