@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -25,8 +26,10 @@ from flakecore import validation
 __all__ = [
     "EPOCH_LOCK",
     "PROPERTY_FILE",
+    "SORTED",
     "TEST_ID",
     "SampleRepo",
+    "budget_args",
     "decision",
     "git",
     "make_repo",
@@ -62,6 +65,9 @@ _FILES: dict[str, str] = {
     FIXTURE: '{"values": [1, 2, 3], "unit": "ms"}\n',
     ".gitignore": "__pycache__/\n*.xml\n",
 }
+
+#: The property: the fixture's values are sorted (exit 0 holds, 1 fails).
+SORTED = "import json, sys; v = json.load(open(sys.argv[1]))['values']; sys.exit(v != sorted(v))"
 
 #: The patch: a regression that misses for every seventh seed as well.
 _REGRESSION = (
@@ -203,3 +209,26 @@ def decision(run: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     problems = [str(p) for p in validation.iter_errors(value, "decision")]
     assert problems == [], problems
     return value
+
+
+def budget_args(
+    repo: SampleRepo,
+    out: Path,
+    *,
+    seeds: str | None,
+    prop: str = SORTED,
+    command: list[str] | None = None,
+) -> list[str]:
+    """``budget-run`` arguments for the sample's fixture and property (``--json``)."""
+    return [
+        "budget-run",
+        "--test-id", TEST_ID,
+        "--base", repo.base,
+        "--fixture", FIXTURE,
+        "--property-cmd", shlex.join([sys.executable, "-c", prop, "{fixture}"]),
+        *(["--seeds", seeds] if seeds is not None else []),
+        "--out", str(out),
+        "--json",
+        "--",
+        *(pytest_command() if command is None else command),
+    ]  # fmt: skip
