@@ -23,6 +23,7 @@ from flakecore.cli._output import Output, Result, add_output_arguments
 from flakecore.cli._signing import add_signing_arguments, signer_from_args
 from flakecore.errors import InputError, UsageError
 from flakecore.exits import EXIT_INVALID_RECORDS, EXIT_LEASE_REFUSED, EXIT_NOINPUT, EXIT_OK
+from flakecore.files import read_bytes
 from flakecore.gate.basetrust import read_record_file
 from flakecore.gate.ledger import (
     RecordCheck,
@@ -33,7 +34,7 @@ from flakecore.gate.ledger import (
     record_file_name,
     stored_bytes,
 )
-from flakecore.jsonio import MAX_DOCUMENT_BYTES, read_file
+from flakecore.jsonio import MAX_DOCUMENT_BYTES
 from flakecore.lease import Roles, build_lease, lease_problems, short_form
 
 __all__ = ["register"]
@@ -200,7 +201,7 @@ def _renewal_problems(path: str, record: dict[str, object]) -> list[str]:
     if not os.path.lexists(path):
         return []
     try:
-        existing = peek_record(read_file(path, MAX_DOCUMENT_BYTES), source=path)
+        existing = peek_record(read_bytes(path, MAX_DOCUMENT_BYTES), source=path)
     except InputError:
         return []  # an unreadable old lease is replaced by a checked new one
     if existing is None:
@@ -337,7 +338,7 @@ def _check_target(
     oracle: str | None,
 ) -> list[RecordCheck]:
     trust, policy = configured.trust, configured.config.policy
-    if os.path.isdir(target) or not os.path.exists(target):
+    if os.path.isdir(target) or not os.path.lexists(target):
         return check_directory(
             target,
             trust=trust,

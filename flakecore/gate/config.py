@@ -48,6 +48,7 @@ __all__ = [
     "DEFAULT_FIXTURE_GLOBS",
     "DEFAULT_LEASE_DIR",
     "DEFAULT_LEDGER_DIR",
+    "MAX_CONFIG_BYTES",
     "POLICY_KEYS",
     "GateConfig",
     "flakecore_table",
@@ -90,6 +91,8 @@ _TOOL_HEADER = re.compile(rb'^[ \t]*\[[ \t]*"?tool"?[ \t]*\]', re.MULTILINE)
 #: At most 16 digits: every value within +-(2**53 - 1) fits, and ``int()`` never
 #: meets a 5,000-digit string (its own limit raises a bare ValueError).
 _INT = re.compile(r"-?[0-9]{1,16}")
+#: A pyproject.toml larger than this is refused, not cut short.
+MAX_CONFIG_BYTES: Final = 1 << 20
 _FLAKECORE_KEY = re.compile(rb'^[ \t]*"?flakecore"?[ \t]*[.=]', re.MULTILINE)
 
 

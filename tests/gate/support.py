@@ -37,6 +37,7 @@ __all__ = [
     "PATCH",
     "REVIEWER",
     "TEST_ID",
+    "base_checkout",
     "budget_packet",
     "cli",
     "dump",
@@ -142,6 +143,8 @@ def cli(
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     unset: Sequence[str] = ("GITHUB_STEP_SUMMARY", "FLAKECORE_IMAGE_DIGEST"),
+    stdin: int = subprocess.DEVNULL,
+    timeout: float | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``python -m flakecore ARGS`` as a pipeline runs it."""
     environ = {k: v for k, v in os.environ.items() if k not in unset}
@@ -153,12 +156,13 @@ def cli(
         check=False,
         cwd=cwd,
         env=environ,
-        stdin=subprocess.DEVNULL,
+        stdin=stdin,
+        timeout=timeout,
     )
 
 
 @functools.cache
-def _base_checkout() -> tuple[Path, str]:
+def base_checkout() -> tuple[Path, str]:
     """One reviewed repository per test process (one commit, no [tool.flakecore]).
 
     The records the tests write live outside it, so they count as the job's
@@ -175,5 +179,5 @@ def _base_checkout() -> tuple[Path, str]:
 
 def on_base(*args: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``cli`` run in a reviewed checkout with ``--base`` its commit: a verb that needs a base."""
-    root, sha = _base_checkout()
+    root, sha = base_checkout()
     return cli(*args, "--base", sha, cwd=root, env=env)
