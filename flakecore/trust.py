@@ -102,7 +102,7 @@ class TrustVerdict:
 
     @property
     def trusted(self) -> bool:
-        """True for a record base holds, a trusted key signed, or the job's own (no keys)."""
+        """True for a record base holds, a trusted key signed, or the job's own outside."""
         return self.reason in TRUSTING
 
     def __str__(self) -> str:

@@ -179,15 +179,13 @@ def _run_open(args: argparse.Namespace) -> int:
 def _read_report(path: str, configured: Configured) -> dict[str, object]:
     """The classify report, as evidence when there is a base or trusted keys (docs/trust.md).
 
-    Like a policy verb's packet it is the caller's own input: outside the
-    checkout it needs no signature; in the checkout the base must hold it.
+    Like a policy verb's packet: outside the checkout it is the job's own
+    input; in the checkout the base must hold it or a trusted key sign it.
     """
     trust = configured.trust
     if trust.base is None and not trust.keys:
         return read_record(path)
-    verdict = read_record_file(
-        path, trust=trust, kind="classify-report", check=lambda _: (), own_input=True
-    )
+    verdict = read_record_file(path, trust=trust, kind="classify-report", check=lambda _: ())
     if not verdict.trusted or verdict.record is None:
         raise InputError(f"not evidence: {verdict.reason.value}: {verdict.detail}", source=path)
     return dict(verdict.record)

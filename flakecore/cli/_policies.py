@@ -206,9 +206,7 @@ def _read(
                 yield packet, None
             continue
         try:
-            verdict = read_record_file(
-                name, trust=trust, kind=kind, check=lambda _: (), own_input=True
-            )
+            verdict = read_record_file(name, trust=trust, kind=kind, check=lambda _: ())
         except InputError as exc:
             yield Packet(name, None, exc), None
             continue

@@ -256,9 +256,8 @@ class RecordTrust:
         ways = [f"byte-identical in base {self.base[:12]}"] if self.base else []
         if self.keys:
             ways.append("signed by " + ", ".join(k.keyid for k in self.keys))
-        else:
-            ways.append("written outside the checkout (no trusted keys)")
-        return " or ".join(ways)
+        ways.append("written outside the checkout (the job's own)")
+        return ", ".join(ways[:-1]) + " or " + ways[-1] if len(ways) > 1 else ways[0]
 
 
 def _in_checkout(path: str, top: Path) -> str | None:
@@ -309,24 +308,17 @@ def _outside(
     kind: Kinds,
     check: RecordProblems,
     test_id: str | None,
-    own_input: bool,
 ) -> TrustVerdict:
-    """A record outside the checkout: signed and verified, or (see below) the job's own output.
+    """A record outside the checkout: an envelope that verifies, or the job's own output.
 
     It must be a JSON object (else :class:`InputError`: unusable, like any
-    input).  An envelope is always verified (without keys: ``NO_TRUSTED_KEYS``);
-    a plain record counts as the job's own output unless keys are configured
-    and it is not ``own_input``.
+    input).  An envelope is always verified (without keys: ``NO_TRUSTED_KEYS``).
     """
     value = load_object(data, source=path)
     if is_envelope(value):
         return verify_signed(
             data, keys=trust.keys, kind=kind, check=check, test_id=test_id, path=path
         )
-    if trust.keys and not own_input:
-        detail = "trusted keys are configured: a record outside the checkout counts signed"
-        verdict = refused(path, TrustReason.NOT_SIGNED, f"{detail}, and it is not signed")
-        return attrs.evolve(verdict, data=data)
     problems = list(check(value))
     if problems:
         return refused(path, TrustReason.INVALID_RECORD, "; ".join(problems))
@@ -343,17 +335,17 @@ def read_record_file(
     kind: Kinds,
     check: RecordProblems,
     test_id: str | None = None,
-    own_input: bool = False,
 ) -> TrustVerdict:
     """One record file, wherever it lies, as evidence (docs/trust.md, "which records count").
 
     In the scored checkout: base-identical (with a base) or signed by a
-    trusted key, else refused.  Outside it, an envelope must verify; a plain
-    record is the job's own output (``OUTSIDE_CHECKOUT``, which the caller
-    re-verifies) -- but with trusted keys configured only a signature counts
-    (``NOT_SIGNED``), unless ``own_input``: a packet or report the caller
-    hands a pure policy function, which no verb writes signed.  A path that
-    reaches the checkout through a link is ``SYMLINK``.  ``check`` is the
+    trusted key, else refused.  Outside it, an envelope must verify, and a
+    plain record is the job's own output (``OUTSIDE_CHECKOUT``), which the
+    caller re-verifies: a signature made by a key the same job holds would
+    vouch for no more than the job's own steps do.  A verb that needs a
+    signer (the clean run) asks for one on top
+    (:func:`flakecore.trust.require_other_signer`).  A path that reaches
+    the checkout through a link is ``SYMLINK``.  ``check`` is the
     reader's own check of the record.  A missing or unreadable file, and one
     outside the checkout that is not a JSON object, is an :class:`InputError`.
     """
@@ -375,6 +367,4 @@ def read_record_file(
             path, data, trust=trust, kind=kind, check=check, test_id=test_id, unsigned=unsigned
         )
     data = read_bytes(path, MAX_DOCUMENT_BYTES)
-    return _outside(
-        path, data, trust=trust, kind=kind, check=check, test_id=test_id, own_input=own_input
-    )
+    return _outside(path, data, trust=trust, kind=kind, check=check, test_id=test_id)

@@ -380,7 +380,7 @@ def test_replay_signs_its_freeze_record_and_no_attempt_sees_the_key(tmp_path: Pa
 
 
 def test_ledger_apply_takes_only_evidence(tmp_path: Path) -> None:
-    """A packet the patch committed is refused; with keys, an unsigned one outside is too."""
+    """A packet the patch committed is refused; the job's own, outside the checkout, is read."""
     checkout = make_checkout(tmp_path, {"src/lib.py": "X = 1\n"})
     packet = budget_packet(test_id=TEST_ID)
     patch(checkout, {"evidence/budget.json": json.dumps(packet)})
@@ -395,22 +395,25 @@ def test_ledger_apply_takes_only_evidence(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     assert json_lines(run)[0]["action"] == "wrote"
 
-    # With keys configured, an unsigned packet outside the checkout is not evidence ...
+    # With keys, ledger apply (a step that runs no patch code) signs the row it writes:
+    # committed by the patch, that row counts, where a hand-written one does not.
     keyed = another(tmp_path, "keyed", {"src/lib.py": "X = 1\n"})
     signer = make_signer(tmp_path / "keys", "ci-local", keyed.top)
+    rogue = make_signer(tmp_path / "keys", "ci-rogue", keyed.top)
     land(keyed, {"pyproject.toml": keys_table(signer)})
     key = ["--signing-key", str(tmp_path / "keys" / "ci-local.pem"), "--key-id", "ci-local"]
-    run = flakecore(keyed.top, "ledger", "apply", outside, "--base", "main", *key)
-    assert run.returncode == 1 and "NOT_SIGNED" in run.stderr
-    # ... a signed one is, and the row it writes is signed too: lease check counts it.
-    form = {"format": "flakecore.budget-packet", "format_version": "1.0", **packet}
-    (tmp_path / "signed.json").write_bytes(signed(form, "budget-packet", signer))
-    run = flakecore(keyed.top, "ledger", "apply", str(tmp_path / "signed.json"), "--base", "main",
-                    "--now", NOW_TEXT, *key)  # fmt: skip
+    run = flakecore(keyed.top, "ledger", "apply", outside, "--base", "main", "--now", NOW_TEXT,
+                    *key)  # fmt: skip
     assert run.returncode == 0, run.stderr
+    keyed.commit("the row ledger apply signed")
     run = check(keyed, "--json")
     assert run.returncode == 0, run.stdout + run.stderr
     assert json_lines(run)[0]["trust"]["reason"] == "SIGNED"
+    # A packet signed by a key base does not trust is refused, not read as unsigned.
+    form = {"format": "flakecore.budget-packet", "format_version": "1.0", **packet}
+    (tmp_path / "rogue.json").write_bytes(signed(form, "budget-packet", rogue))
+    run = flakecore(keyed.top, "ledger", "apply", str(tmp_path / "rogue.json"), "--base", "main")
+    assert run.returncode == 1 and "UNTRUSTED_KEY" in run.stderr
 
 
 def test_budget_run_signs_its_observation_for_ledger_apply(tmp_path: Path) -> None:
