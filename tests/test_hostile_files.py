@@ -36,6 +36,7 @@ from gate.support import (
     cli,
     lease_record,
     lease_report,
+    run_record,
 )
 from hostile_files import HONEST, HOSTILE, Kind, snapshot
 from packets import NOW_TEXT, budget_packet, decide_packet
@@ -63,19 +64,6 @@ class Workspace:
 
 def _json(value: object) -> bytes:
     return record_bytes(value)  # type: ignore[arg-type]
-
-
-def _run_record(runner: str) -> dict[str, object]:
-    return {
-        "format": "flakecore.run-record",
-        "format_version": "1.0",
-        "runner_id": runner,
-        "class": "flake_shaped",
-        "fixture_hash": "b" * 64,
-        "input_hash": "c" * 64,
-        "completed": True,
-        "property_cohort_passed": True,
-    }
 
 
 @attrs.frozen
@@ -189,7 +177,7 @@ VERBS = (
     ),
     Verb(
         "packet --local",
-        _json(_run_record(HOST)),
+        _json(run_record(HOST)),
         lambda ws, p: _packet(p, ws.root / "clean.json", ws.root / "out" / "packet.json"),
     ),
     Verb(
@@ -237,7 +225,7 @@ def workspace_for(tmp_path: Path) -> Callable[[Verb], Workspace]:
         root = tmp_path / "ws"
         root.mkdir()
         (root / "out").mkdir()
-        (root / "clean.json").write_bytes(_json(_run_record(OTHER_HOST)))
+        (root / "clean.json").write_bytes(_json(run_record(OTHER_HOST)))
         if not verb.git:
             evidence = root / "evidence"
             evidence.mkdir()
@@ -329,8 +317,8 @@ def test_a_symlink_planted_at_an_output_is_replaced_never_followed(
     (tmp_path / "r.xml").write_bytes(JUNIT)
     (tmp_path / "budget.json").write_bytes(_json(budget_packet(test_id=TEST_ID)))
     (tmp_path / "report.json").write_bytes(_json(lease_report()))
-    (tmp_path / "local.json").write_bytes(_json(_run_record(HOST)))
-    (tmp_path / "clean.json").write_bytes(_json(_run_record(OTHER_HOST)))
+    (tmp_path / "local.json").write_bytes(_json(run_record(HOST)))
+    (tmp_path / "clean.json").write_bytes(_json(run_record(OTHER_HOST)))
     outside = tmp_path / "outside.txt"
     outside.write_bytes(b"must stay\n")
     out = tmp_path / "out" / NAME

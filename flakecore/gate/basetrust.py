@@ -277,7 +277,7 @@ def _in_checkout(path: str, top: Path) -> str | None:
     return None
 
 
-def _signed_only(
+def _judge_bytes(
     path: str,
     data: bytes,
     *,
@@ -285,40 +285,24 @@ def _signed_only(
     kind: Kinds,
     check: RecordProblems,
     test_id: str | None,
-    unsigned: str,
+    unsigned: str | None,
 ) -> TrustVerdict:
-    """A record only a signature can vouch for; ``unsigned`` says why when it has none."""
-    try:
-        signed = is_envelope(loads_strict(data, source=path))
-    except InputError:
-        signed = False
-    if signed:
-        return verify_signed(
-            data, keys=trust.keys, kind=kind, check=check, test_id=test_id, path=path
-        )
-    verdict = refused(path, TrustReason.NOT_SIGNED, f"{unsigned}, and it is not signed")
-    return attrs.evolve(verdict, data=data)
+    """Bytes no base vouches for: an envelope that verifies, else the job's own or refused.
 
-
-def _outside(
-    path: str,
-    data: bytes,
-    *,
-    trust: RecordTrust,
-    kind: Kinds,
-    check: RecordProblems,
-    test_id: str | None,
-) -> TrustVerdict:
-    """A record outside the checkout: an envelope that verifies, or the job's own output.
-
-    It must be a JSON object (else :class:`InputError`: unusable, like any
+    They must be a JSON object (else :class:`InputError`: unusable, like any
     input).  An envelope is always verified (without keys: ``NO_TRUSTED_KEYS``).
+    A plain record is refused ``NOT_SIGNED`` with ``unsigned`` as the reason
+    (a record in the checkout), or, with ``unsigned`` None, counts as the
+    job's own output (outside the checkout).
     """
     value = load_object(data, source=path)
     if is_envelope(value):
         return verify_signed(
             data, keys=trust.keys, kind=kind, check=check, test_id=test_id, path=path
         )
+    if unsigned is not None:
+        verdict = refused(path, TrustReason.NOT_SIGNED, f"{unsigned}, and it is not signed")
+        return attrs.evolve(verdict, data=data)
     problems = list(check(value))
     if problems:
         return refused(path, TrustReason.INVALID_RECORD, "; ".join(problems))
@@ -347,7 +331,7 @@ def read_record_file(
     (:func:`flakecore.trust.require_other_signer`).  A path that reaches
     the checkout through a link is ``SYMLINK``.  ``check`` is the
     reader's own check of the record.  A missing or unreadable file, and one
-    outside the checkout that is not a JSON object, is an :class:`InputError`.
+    no base vouches for that is not a JSON object, is an :class:`InputError`.
     """
     top = Path(os.path.realpath(trust.checkout))
     try:
@@ -361,10 +345,11 @@ def read_record_file(
             data = read_in_checkout(top, where)
     except Untrusted as exc:
         return refused(path, exc.reason, exc.detail)
+    unsigned = None
     if where is not None:
         unsigned = "in the scored checkout with no base revision to compare it with"
-        return _signed_only(
-            path, data, trust=trust, kind=kind, check=check, test_id=test_id, unsigned=unsigned
-        )
-    data = read_bytes(path, MAX_DOCUMENT_BYTES)
-    return _outside(path, data, trust=trust, kind=kind, check=check, test_id=test_id)
+    else:
+        data = read_bytes(path, MAX_DOCUMENT_BYTES)
+    return _judge_bytes(
+        path, data, trust=trust, kind=kind, check=check, test_id=test_id, unsigned=unsigned
+    )

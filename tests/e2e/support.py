@@ -111,12 +111,14 @@ class SampleRepo:
         env.update(extra or {})
         return env
 
-    def flakecore(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        """Run the installed CLI in the repository, as a pipeline would."""
+    def flakecore(
+        self, *args: str, timeout: float = 120, env: Mapping[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the installed CLI in the repository, as a pipeline would (``env`` added)."""
         return subprocess.run(
             [sys.executable, "-m", "flakecore", *args],
             cwd=self.path,
-            env=self.env(),
+            env=self.env(env),
             capture_output=True,
             text=True,
             check=False,

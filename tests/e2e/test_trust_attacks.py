@@ -31,6 +31,7 @@ from gate.support import (
     lease_record,
     lease_report,
     row_record,
+    run_record,
 )
 from trust.support import LEASE_PATH, Checkout, make_checkout, make_signer
 
@@ -133,15 +134,7 @@ def _replay(repo: SampleRepo, tmp_path: Path, name: str) -> subprocess.Completed
         seed="1", out=tmp_path / f"{name}.json", command=[sys.executable, "-c", _COUNTER, "{seed}"]
     )
     del args[args.index("--attempts") : args.index("--attempts") + 2]  # the policy's cap
-    counter = {"FLAKE_COUNTER": str(tmp_path / f"{name}.count")}
-    return subprocess.run(
-        [sys.executable, "-m", "flakecore", *args],
-        cwd=repo.path,
-        env=repo.env(counter),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    return repo.flakecore(*args, env={"FLAKE_COUNTER": str(tmp_path / f"{name}.count")})
 
 
 def test_the_patchs_attempt_cap_cannot_farm_a_base_miss(tmp_path: Path) -> None:
@@ -358,14 +351,7 @@ def test_replay_signs_its_freeze_record_and_no_attempt_sees_the_key(tmp_path: Pa
         SIGNING_KEY_ENV: (tmp_path / "keys" / "ci-local.pem").read_text(),
         KEY_ID_ENV: "ci-local",
     }
-    run = subprocess.run(
-        [sys.executable, "-m", "flakecore", *args],
-        cwd=repo.path,
-        env=repo.env(key),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    run = repo.flakecore(*args, env=key)
     d = decision(run)
     assert (d["code"], run.returncode) == ("ACCEPT_PREEXISTING", 0), run.stderr
     assert [a["result"] for a in d["replay"]["attempts"]] == ["miss", "miss"]
@@ -446,19 +432,6 @@ def test_budget_run_signs_its_observation_for_ledger_apply(tmp_path: Path) -> No
 # --------------------------------------------------------------------------- packet
 
 
-def _run_record(runner: str) -> dict[str, object]:
-    return {
-        "format": "flakecore.run-record",
-        "format_version": "1.0",
-        "runner_id": runner,
-        "class": "flake_shaped",
-        "fixture_hash": "b" * 64,
-        "input_hash": "c" * 64,
-        "completed": True,
-        "property_cohort_passed": True,
-    }
-
-
 def test_a_clean_runner_is_a_different_key(tmp_path: Path) -> None:
     checkout = make_checkout(tmp_path, {"src/lib.py": "X = 1\n"})
     local_key = make_signer(tmp_path / "keys", "ci-local", checkout.top)
@@ -474,14 +447,14 @@ def test_a_clean_runner_is_a_different_key(tmp_path: Path) -> None:
             "--local", str(tmp_path / "local.json"), "--clean", str(tmp_path / "clean.json"),
         )  # fmt: skip
 
-    local = signed(_run_record(HOST), "run-record", local_key, test_id=TEST_ID)
+    local = signed(run_record(HOST), "run-record", local_key, test_id=TEST_ID)
     # Two runner ids, one key: one runner.
-    same = packet(local, signed(_run_record(OTHER_HOST), "run-record", local_key, test_id=TEST_ID))
+    same = packet(local, signed(run_record(OTHER_HOST), "run-record", local_key, test_id=TEST_ID))
     assert same.returncode == 65 and "SAME_SIGNER" in same.stderr
-    unsigned = packet(local, json.dumps(_run_record(OTHER_HOST)).encode())
+    unsigned = packet(local, json.dumps(run_record(OTHER_HOST)).encode())
     assert unsigned.returncode == 65 and "NOT_SIGNED" in unsigned.stderr
     # The honest twin: the clean runner signs with its own key.
-    clean = signed(_run_record(OTHER_HOST), "run-record", clean_key, test_id=TEST_ID)
+    clean = signed(run_record(OTHER_HOST), "run-record", clean_key, test_id=TEST_ID)
     honest = packet(local, clean)
     assert honest.returncode == 0, honest.stderr
     assert "decide=ELIGIBLE" in honest.stdout

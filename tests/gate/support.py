@@ -47,6 +47,7 @@ __all__ = [
     "on_base",
     "roles",
     "row_record",
+    "run_record",
     "store",
 ]
 
@@ -63,15 +64,20 @@ PATCH = "f" * 64
 AUTHOR = "coding-agent-7"
 
 
+def _changed(record: dict[str, object], changes: Mapping[str, object]) -> dict[str, object]:
+    """``record`` with ``changes`` applied; a value of ``...`` deletes the key."""
+    for key, value in changes.items():
+        if value is ...:
+            record.pop(key, None)
+        else:
+            record[key] = value
+    return record
+
+
 def lease_report(**changes: object) -> dict[str, object]:
     """A classify report that opens a lease at NOW (expires 7 days later, pinned, canary)."""
     report = classify_report(pinned_sha256=DIGEST, canary="nightly-canary")
-    for key, value in changes.items():
-        if value is ...:
-            report.pop(key, None)
-        else:
-            report[key] = value
-    return report
+    return _changed(report, changes)
 
 
 def roles(**changes: object) -> Roles:
@@ -92,24 +98,29 @@ def lease_record(**changes: object) -> dict[str, object]:
     outcome = build_lease(lease_report(), test_id=TEST_ID, roles=roles(), now=NOW)
     assert outcome.record is not None, outcome.reasons
     record = dict(outcome.record)
-    for key, value in changes.items():
-        if value is ...:
-            record.pop(key, None)
-        else:
-            record[key] = value
-    return record
+    return _changed(record, changes)
 
 
 def row_record(today: dt.date | None = None, **changes: object) -> dict[str, object]:
     """A ledger row valid on NOW's date, with ``changes`` applied."""
     row = ledger_row(budget_packet(test_id=TEST_ID), today=today or NOW.date())
     assert row is not None
-    for key, value in changes.items():
-        if value is ...:
-            row.pop(key, None)
-        else:
-            row[key] = value
-    return row
+    return _changed(row, changes)
+
+
+def run_record(runner: str, **changes: object) -> dict[str, object]:
+    """A complete run record of ``runner`` (``packet``'s input), with ``changes`` applied."""
+    record: dict[str, object] = {
+        "format": "flakecore.run-record",
+        "format_version": "1.0",
+        "runner_id": runner,
+        "class": "flake_shaped",
+        "fixture_hash": "b" * 64,
+        "input_hash": "c" * 64,
+        "completed": True,
+        "property_cohort_passed": True,
+    }
+    return _changed(record, changes)
 
 
 def store(directory: Path, record: Mapping[str, object], name: str | None = None) -> Path:

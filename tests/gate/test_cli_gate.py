@@ -31,6 +31,7 @@ from gate.support import (
     listing,
     on_base,
     row_record,
+    run_record,
     store,
 )
 
@@ -68,25 +69,6 @@ def test_runner_id_refuses_a_malformed_image(image: str) -> None:
 # --------------------------------------------------------------------------- packet
 
 B, C = "b" * 64, "c" * 64
-
-
-def run_record(runner: str, **changes: object) -> dict[str, object]:
-    record: dict[str, object] = {
-        "format": "flakecore.run-record",
-        "format_version": "1.0",
-        "runner_id": runner,
-        "class": "flake_shaped",
-        "fixture_hash": B,
-        "input_hash": C,
-        "completed": True,
-        "property_cohort_passed": True,
-    }
-    for key, value in changes.items():
-        if value is ...:
-            record.pop(key, None)
-        else:
-            record[key] = value
-    return record
 
 
 def packet(
