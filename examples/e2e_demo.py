@@ -135,7 +135,7 @@ def main() -> int:
         (root / "tmp").mkdir()
         env = {**os.environ, "TMPDIR": str(root / "tmp"), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
         accept_out, reject_out = root / "freeze-3.json", root / "freeze-7.json"
-        report = ("--report", "report.xml", "--format", "junit")
+        report = ("--report", "report.xml", "--report-format", "junit")
         args = replay_args(repo, base, "3", accept_out, *report)
         args.append("--junitxml=report.xml")
         results = [

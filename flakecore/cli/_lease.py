@@ -16,26 +16,35 @@ import datetime as dt
 import os
 from collections.abc import Sequence
 
-from flakecore.cli._common import flat, parse_now, warn, write_record
+from flakecore._wording import plural
+from flakecore.cli._common import (
+    add_patch_hash_argument,
+    file_of,
+    flat,
+    parse_now,
+    read_one,
+    warn,
+    write_record,
+)
 from flakecore.cli._config import Configured, Need, add_config_arguments, config_from_args
+from flakecore.cli._evidence import one_evidence, refusal
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments
 from flakecore.cli._signing import add_signing_arguments, signer_from_args
 from flakecore.errors import InputError, UsageError
 from flakecore.exits import EXIT_INVALID_RECORDS, EXIT_LEASE_REFUSED, EXIT_NOINPUT, EXIT_OK
 from flakecore.files import read_bytes
-from flakecore.gate.basetrust import read_record_file
 from flakecore.gate.ledger import (
+    STORED_KINDS,
     RecordCheck,
     check_directory,
     check_file,
     peek_record,
-    read_record,
     record_file_name,
     stored_bytes,
 )
 from flakecore.jsonio import MAX_DOCUMENT_BYTES
-from flakecore.lease import Roles, build_lease, lease_problems, short_form
+from flakecore.lease import LEASE_FORMAT, Roles, build_lease, lease_problems, short_form
 
 __all__ = ["register"]
 
@@ -44,7 +53,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``lease`` verbs."""
     lease = sub.add_parser(
         "lease",
-        help="open, show and check flake leases (SPEC 3.4)",
+        help="open, show and check flake leases (docs/policies.md)",
         description=(
             "Open, show and check leases. There is no renewal: an expired lease is invalid."
         ),
@@ -70,13 +79,30 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "could not be written"
         ),
     )
-    opener.add_argument("--report", required=True, metavar="REPORT.json")
-    opener.add_argument("--test-id", required=True, metavar="ID")
-    opener.add_argument("--replay-host", required=True, metavar="RUNNER_ID")
-    opener.add_argument("--accepted-by", required=True, metavar="ID")
+    opener.add_argument(
+        "--report",
+        required=True,
+        metavar="REPORT.json",
+        help="the classify report of the replays (schemas/classify-report.v1.json; - for stdin)",
+    )
+    opener.add_argument("--test-id", required=True, metavar="ID", help="the test to freeze")
+    opener.add_argument(
+        "--replay-host",
+        required=True,
+        metavar="RUNNER_ID",
+        help="the runner that ran the replays, as flakecore runner-id printed it there",
+    )
+    opener.add_argument(
+        "--accepted-by",
+        required=True,
+        metavar="ID",
+        help="the reviewer or policy job accepting the lease (not the host, not the author)",
+    )
     opener.add_argument("--patch-author", metavar="ID", help="required for a lease to open")
-    opener.add_argument("--patch-hash", metavar="H")
-    opener.add_argument("--oracle-version", metavar="V")
+    add_patch_hash_argument(opener, required=False, help="bind the lease to one patch")
+    opener.add_argument(
+        "--oracle-version", metavar="V", help="bind the lease to this oracle version"
+    )
     opener.add_argument("--canary", metavar="JOB", help="canary job (when the report names none)")
     opener.add_argument("--now", metavar="RFC3339", help="evaluation time instead of the clock")
     opener.add_argument("--dir", metavar="LEASE_DIR", help="default: lease_dir from the config")
@@ -92,13 +118,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         epilog=(
             "exit: 0 the lease is valid now; 8 it is invalid or does not count as evidence "
             "(reasons on stderr; docs/trust.md); 64 usage (also: neither --base nor trusted "
-            "keys), 65 unusable file, 66 missing file"
+            "keys), 65 unusable file or another kind of record (a ledger row), 66 missing file"
         ),
     )
-    show.add_argument("file", metavar="FILE")
+    show.add_argument("file", metavar="FILE", help="a lease file, or - for stdin")
     show.add_argument("--now", metavar="RFC3339", help="evaluation time instead of the clock")
-    show.add_argument("--patch-hash", metavar="H")
-    show.add_argument("--oracle-version", metavar="V")
+    add_patch_hash_argument(
+        show, required=False, help="the lease must be bound to this patch (else invalid)"
+    )
+    show.add_argument(
+        "--oracle-version",
+        metavar="V",
+        help="the lease must be bound to this oracle version (else invalid)",
+    )
     add_output_arguments(show)
     add_config_arguments(show)
     show.set_defaults(run=_run_show)
@@ -119,8 +151,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ),
     )
     check.add_argument("dirs", nargs="*", metavar="DIR", help="lease or ledger directory (or file)")
-    check.add_argument("--patch-hash", metavar="H", help="every lease must be bound to this patch")
-    check.add_argument("--oracle-version", metavar="V", help="... and to this oracle version")
+    add_patch_hash_argument(check, required=False, help="every lease must be bound to this patch")
+    check.add_argument(
+        "--oracle-version", metavar="V", help="every lease must be bound to this oracle version"
+    )
     check.add_argument("--now", metavar="RFC3339", help="evaluation time instead of the clock")
     add_output_arguments(check)
     add_config_arguments(check)
@@ -140,7 +174,6 @@ def _run_open(args: argparse.Namespace) -> int:
     config = configured.config
     signer = signer_from_args(args, configured)
     now = parse_now(args.now)
-    patch_hash = _nonblank_or_none(args.patch_hash, "--patch-hash")
     oracle = _nonblank_or_none(args.oracle_version, "--oracle-version")
     report = _read_report(args.report, configured)
     directory = args.dir or config.resolve(config.lease_dir)
@@ -148,7 +181,7 @@ def _run_open(args: argparse.Namespace) -> int:
         replay_host=args.replay_host,
         accepted_by=args.accepted_by,
         patch_author=args.patch_author,
-        patch_hash=patch_hash,
+        patch_hash=args.patch_hash,
         oracle_version=oracle,
     )
     outcome = build_lease(
@@ -184,10 +217,10 @@ def _read_report(path: str, configured: Configured) -> dict[str, object]:
     """
     trust = configured.trust
     if trust.base is None and not trust.keys:
-        return read_record(path)
-    verdict = read_record_file(path, trust=trust, kind="classify-report", check=lambda _: ())
+        return read_one(path)
+    verdict = one_evidence(path, configured, kind="classify-report")
     if not verdict.trusted or verdict.record is None:
-        raise InputError(f"not evidence: {verdict.reason.value}: {verdict.detail}", source=path)
+        raise refusal(verdict)
     return dict(verdict.record)
 
 
@@ -245,7 +278,7 @@ def _open_result(  # noqa: PLR0917
         reason=why,
         evidence=evidence,
         refused=not opened,
-        file=None if opened else args.report,
+        file=None if opened else file_of(args.report),
     )
     return Result(json=data, text=text, row=row)
 
@@ -255,21 +288,24 @@ def _run_show(args: argparse.Namespace) -> int:
     configured = config_from_args(args, verb="lease show", need=Need.TRUST)
     out.use(configured, announce=True)
     now = parse_now(args.now)
+    verdict = one_evidence(args.file, configured, kind=STORED_KINDS)
     problems: list[str] = []
-    verdict = read_record_file(
-        args.file,
-        trust=configured.trust,
-        kind="lease",
-        check=lambda r: lease_problems(
-            r,
+    if verdict.trusted and verdict.record is not None:
+        record: dict[str, object] = dict(verdict.record)
+        kind = record.get("format")
+        if isinstance(kind, str) and kind.startswith("flakecore.") and kind != LEASE_FORMAT:
+            raise InputError(
+                f"a {kind.removeprefix('flakecore.')} record ({kind!r}), not a lease "
+                f"({LEASE_FORMAT!r}): lease show reads one lease; lease check judges every kind",
+                source=args.file,
+            )
+        problems = lease_problems(
+            record,
             now=now,
             policy=configured.config.policy,
             patch_hash=args.patch_hash,
             oracle_version=args.oracle_version,
-        ),
-    )
-    if verdict.trusted and verdict.record is not None:
-        record: dict[str, object] = dict(verdict.record)
+        )
     else:
         peeked = peek_record(verdict.data, source=args.file) if verdict.data else None
         record = peeked or {}
@@ -284,7 +320,7 @@ def _run_show(args: argparse.Namespace) -> int:
         reason="; ".join(problems) if problems else short_form(record),
         evidence=args.file,
         refused=bool(problems),
-        file=args.file,
+        file=file_of(args.file),
     )
     out.emit(Result(json=record, text=[short_form(record)] if record else [], row=row))
     for problem in problems:
@@ -298,8 +334,7 @@ def _run_check(args: argparse.Namespace) -> int:
     out.use(configured, announce=True)
     config = configured.config
     now = parse_now(args.now)
-    patch_hash = _nonblank_or_none(args.patch_hash, "--patch-hash")
-    oracle = _nonblank_or_none(args.oracle_version, "--oracle-version")
+    patch_hash, oracle = args.patch_hash, _nonblank_or_none(args.oracle_version, "--oracle-version")
     targets: list[tuple[str, bool]] = [(d, True) for d in args.dirs]
     if not targets:
         targets = [
@@ -384,12 +419,12 @@ def _check_results(
         policy="lease-check",
         code="VALID",
         exit=EXIT_OK,
-        reason=f"{len(checks)} records valid",
+        reason=f"{plural(len(checks), 'record')} valid",
         evidence="",
         refused=False,
     )
     summary = (
-        f"lease check: {len(checks)} records, {invalid} invalid"
+        f"lease check: {plural(len(checks), 'record')}, {invalid} invalid"
         + (f", {len(unreadable)} unreadable" if unreadable else "")
         + f" (exit={exit_code})"
     )

@@ -12,15 +12,22 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 
-from flakecore.cli._common import RecordWriteError, first_failure, flat, input_exit, parse_now
+from flakecore.cli._common import (
+    RecordWriteError,
+    file_of,
+    first_failure,
+    flat,
+    input_exit,
+    parse_now,
+)
 from flakecore.cli._config import Need, add_config_arguments, config_from_args
+from flakecore.cli._evidence import each_evidence
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments
 from flakecore.cli._signing import add_signing_arguments, signer_from_args
 from flakecore.codes import BudgetCode
 from flakecore.errors import InputError, UsageError
 from flakecore.exits import BUDGET_EXIT, EXIT_OK
-from flakecore.gate.basetrust import read_record_file
 from flakecore.gate.ledger import apply_budget, utc_today
 from flakecore.trust import TrustVerdict
 
@@ -31,7 +38,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``ledger`` verbs."""
     ledger = sub.add_parser(
         "ledger",
-        help="apply a seed-budget decision to the ledger (SPEC 3.3)",
+        help="apply a seed-budget decision to the ledger (docs/policies.md)",
         description="The seed-budget ledger: one row per test id, one file per row.",
     )
     verbs = ledger.add_subparsers(dest="ledger_verb", metavar="ACTION", required=True)
@@ -39,8 +46,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "apply",
         help="run budget; FLAKE_CANDIDATE writes the row, STABLE_PASS deletes it",
         description=(
-            "Run budget on each packet. FLAKE_CANDIDATE writes (replaces) the row for its test "
-            "id; STABLE_PASS deletes it; every other code leaves the ledger untouched."
+            "Run budget on each packet (a budget packet, or budget-run's budget.json as it is: "
+            "its packet counts only when it agrees with the record's own runs). FLAKE_CANDIDATE "
+            "writes (replaces) the row for its test id; STABLE_PASS deletes it; every other code "
+            "leaves the ledger untouched."
         ),
         epilog=(
             "exit: budget's exit (0 FLAKE_CANDIDATE, 1 INSUFFICIENT_BUDGET, 2 PROPERTY_MISS, "
@@ -51,7 +60,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "written or deleted"
         ),
     )
-    apply.add_argument("packets", nargs="+", metavar="BUDGET_PACKET.json")
+    apply.add_argument(
+        "packets",
+        nargs="+",
+        metavar="BUDGET.json",
+        help="budget packet, or the budget.json budget-run wrote; - reads stdin (JSON Lines, "
+        "or one record)",
+    )
     apply.add_argument("--dir", metavar="LEDGER_DIR", help="default: ledger_dir from the config")
     when = apply.add_mutually_exclusive_group()
     when.add_argument("--today", metavar="YYYY-MM-DD", help="UTC date the row's expiry counts from")
@@ -83,14 +98,10 @@ def _run_apply(args: argparse.Namespace) -> int:
     today = _today(args)
     directory = args.dir or config.resolve(config.ledger_dir)
     exits: list[int] = []
-    for path in args.packets:
-        try:
-            verdict = read_record_file(
-                path, trust=configured.trust, kind=_KINDS, check=lambda _: ()
-            )
-        except InputError as exc:
-            exits.append(input_exit(exc))
-            out.emit(_unreadable(path, exc, exits[-1]))
+    for path, verdict in each_evidence(args.packets, configured, kind=_KINDS):
+        if isinstance(verdict, InputError):
+            exits.append(input_exit(verdict))
+            out.emit(_unreadable(path, verdict, exits[-1]))
             continue
         if not verdict.trusted or verdict.record is None:
             exits.append(BUDGET_EXIT[BudgetCode.INSUFFICIENT_BUDGET])
@@ -119,7 +130,7 @@ def _run_apply(args: argparse.Namespace) -> int:
             reason="; ".join((*action.decision.reasons, f"ledger {action.action}: {action.note}")),
             evidence=path,
             refused=code != EXIT_OK,
-            file=path,
+            file=file_of(path),
         )
         record = {**action.to_json(), "decision": out.decision(action.decision)}
         out.emit(Result(json={**record, "input": path, "exit": code}, text=[text], row=row))
@@ -164,6 +175,6 @@ def _refused(
         reason=why,
         evidence=path,
         refused=True,
-        file=path,
+        file=file_of(path),
     )
     return Result(json=record, stderr=[f"{why} (ledger untouched)"], row=row)

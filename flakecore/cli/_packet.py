@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import argparse
 
-from flakecore.cli._common import flat, warn, write_record
+from flakecore.cli._common import add_patch_hash_argument, flat, one_stdin, warn, write_record
 from flakecore.cli._config import Configured, Need, add_config_arguments, config_from_args
+from flakecore.cli._evidence import one_evidence, refusal
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments, reason_text
 from flakecore.cli._signing import add_signing_arguments, signer_from_args
 from flakecore.decide import decide
 from flakecore.errors import InputError
 from flakecore.exits import EXIT_OK
-from flakecore.gate.basetrust import read_record_file
 from flakecore.gate.ledger import record_bytes, stored_bytes
 from flakecore.gate.vote import assemble_packet, run_record_problems
 from flakecore.trust import TrustVerdict, require_other_signer
@@ -33,8 +33,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "packet",
         help="assemble the 13-field decide packet from the local and clean run records",
         description=(
-            "Assemble the clean-runner packet (SPEC 3.2) from two run records. A field a run "
-            "record does not prove is left out, never copied from the other run: a clean run "
+            "Assemble the clean-runner packet (docs/policies.md) from two run records. A field "
+            "a run record does not prove is left out, never copied from the other run: a clean run "
             "that did not echo its fixture or input hash makes decide say CLEAN_RUN_UNAVAILABLE."
         ),
         epilog=(
@@ -45,11 +45,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "docs/trust.md), 66 missing file, 73 the output could not be written"
         ),
     )
-    parser.add_argument("--test-id", required=True, metavar="ID")
-    parser.add_argument("--patch-hash", required=True, metavar="H")
-    parser.add_argument("--oracle-version", required=True, metavar="V")
-    parser.add_argument("--local", required=True, metavar="RUN.json", help="local run record")
-    parser.add_argument("--clean", required=True, metavar="RUN.json", help="clean run record")
+    parser.add_argument("--test-id", required=True, metavar="ID", help="the test the vote is about")
+    add_patch_hash_argument(parser, required=True, help="the patch the vote is about")
+    parser.add_argument(
+        "--oracle-version",
+        required=True,
+        metavar="V",
+        help="the test oracle's version: a new oracle is a new vote",
+    )
+    parser.add_argument(
+        "--local",
+        required=True,
+        metavar="RUN.json",
+        help="run record of the run that saw the failure (- for stdin)",
+    )
+    parser.add_argument(
+        "--clean",
+        required=True,
+        metavar="RUN.json",
+        help="run record of the clean run on a distinct runner (- for stdin)",
+    )
     parser.add_argument("--out", metavar="PACKET.json", help="write the packet here (atomically)")
     parser.add_argument("--decide", action="store_true", help="also judge the packet with decide")
     add_output_arguments(parser)
@@ -58,19 +73,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.set_defaults(run=_run)
 
 
-def _refuse(verdict: TrustVerdict) -> InputError:
-    return InputError(
-        f"not evidence: {verdict.reason.value}: {verdict.detail}", source=verdict.path
-    )
-
-
 def _read_run(path: str, args: argparse.Namespace, configured: Configured) -> TrustVerdict:
     """One run record that counts as evidence and is usable for this test, patch and oracle."""
-    verdict = read_record_file(
-        path, trust=configured.trust, kind="run-record", check=lambda _: (), test_id=args.test_id
-    )
+    verdict = one_evidence(path, configured, kind="run-record", test_id=args.test_id)
     if not verdict.trusted or verdict.record is None:
-        raise _refuse(verdict)
+        raise refusal(verdict)
     problems = run_record_problems(
         verdict.record,
         test_id=args.test_id,
@@ -87,12 +94,13 @@ def _run(args: argparse.Namespace) -> int:
     configured = config_from_args(args, verb="packet", need=Need.LOCATION)
     out.use(configured, announce=True)
     signer = signer_from_args(args, configured)
+    one_stdin(args.local, args.clean)
     local = _read_run(args.local, args, configured)
     clean = _read_run(args.clean, args, configured)
     if configured.trust.keys:
         clean = require_other_signer(clean, other_than=local)
         if not clean.trusted:
-            raise _refuse(clean)
+            raise refusal(clean)
     assert local.record is not None and clean.record is not None
     assembly = assemble_packet(
         local.record,

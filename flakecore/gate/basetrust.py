@@ -1,10 +1,10 @@
-"""Base-only trust (SPEC 8): a record counts when the base revision holds the same bytes there.
+"""Base-only trust (docs/trust.md): a record counts when base holds the same bytes there.
 
 The default, with no keys at all: a lease, ledger row, freeze record,
 observation, run record or packet found in the scored checkout is evidence
 only when ``git cat-file`` of the same path in the base commit gives the
 same bytes -- it landed through review, in its own commit (a lease lands
-in its own reviewed commit, SPEC 3.3).  A record that base...HEAD adds or
+in its own reviewed commit, docs/policies.md).  A record that base...HEAD adds or
 changes is refused *with that reason*; with keys configured it may still
 count through a signature (:func:`read_trusted_record`).
 
@@ -22,24 +22,25 @@ import errno
 import os
 import posixpath
 import stat
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
 import attrs
 
-from flakecore._fields import is_sha
 from flakecore.attestation import Kinds, Untrusted, is_envelope, open_statement, parse_envelope
 from flakecore.codes import TrustReason
+from flakecore.digest import is_commit_id
 from flakecore.errors import InputError, MissingInputError, UnusableInputError, UsageError
 from flakecore.files import read_bytes, read_bytes_at
 from flakecore.gate.worktree import read_object, repo_toplevel, tree_entry
-from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object, loads_strict
+from flakecore.jsonio import MAX_DOCUMENT_BYTES, canonical_bytes, load_object, loads_strict
 from flakecore.signing import RecordProblems, verify_signed
 from flakecore.trust import TrustedKey, TrustVerdict, refused
 
 __all__ = [
     "RecordTrust",
+    "judge_given_record",
     "read_in_checkout",
     "read_record_file",
     "read_trusted_record",
@@ -132,7 +133,7 @@ def _has_git(dir_fd: int) -> bool:
 
 def _base_verdict(top: Path, base_sha: str, path: str) -> tuple[TrustVerdict, bytes | None]:
     """The base-only verdict, and the checkout's bytes when they could be read."""
-    if not is_sha(base_sha):
+    if not is_commit_id(base_sha):
         raise UsageError(f"base {base_sha!r} is not a full commit id (resolve the ref first)")
     try:
         data = read_in_checkout(top, path)
@@ -286,6 +287,7 @@ def _judge_bytes(
     check: RecordProblems,
     test_id: str | None,
     unsigned: str | None,
+    own: str = "outside the scored checkout, unsigned: this job's own output",
 ) -> TrustVerdict:
     """Bytes no base vouches for: an envelope that verifies, else the job's own or refused.
 
@@ -293,7 +295,7 @@ def _judge_bytes(
     input).  An envelope is always verified (without keys: ``NO_TRUSTED_KEYS``).
     A plain record is refused ``NOT_SIGNED`` with ``unsigned`` as the reason
     (a record in the checkout), or, with ``unsigned`` None, counts as the
-    job's own output (outside the checkout).
+    job's own (``OUTSIDE_CHECKOUT``, detail ``own``).
     """
     value = load_object(data, source=path)
     if is_envelope(value):
@@ -306,9 +308,8 @@ def _judge_bytes(
     problems = list(check(value))
     if problems:
         return refused(path, TrustReason.INVALID_RECORD, "; ".join(problems))
-    detail = "outside the scored checkout, unsigned: this job's own output"
     return TrustVerdict(
-        path=path, reason=TrustReason.OUTSIDE_CHECKOUT, detail=detail, data=data, record=value
+        path=path, reason=TrustReason.OUTSIDE_CHECKOUT, detail=own, data=data, record=value
     )
 
 
@@ -352,4 +353,32 @@ def read_record_file(
         data = read_bytes(path, MAX_DOCUMENT_BYTES)
     return _judge_bytes(
         path, data, trust=trust, kind=kind, check=check, test_id=test_id, unsigned=unsigned
+    )
+
+
+def judge_given_record(
+    source: str,
+    record: Mapping[str, object],
+    *,
+    trust: RecordTrust,
+    kind: Kinds,
+    check: RecordProblems,
+    test_id: str | None = None,
+) -> TrustVerdict:
+    """A record the caller handed over rather than stored (a line of standard input).
+
+    Like a file outside the checkout: an envelope must verify, a plain
+    record is the caller's own (``OUTSIDE_CHECKOUT``).  The envelope's
+    signature covers its payload, so re-encoding the parsed object loses
+    nothing a verifier needs.
+    """
+    return _judge_bytes(
+        source,
+        canonical_bytes(record),
+        trust=trust,
+        kind=kind,
+        check=check,
+        test_id=test_id,
+        unsigned=None,
+        own="standard input, unsigned: the caller's own",
     )

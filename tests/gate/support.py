@@ -59,7 +59,7 @@ REVIEWER = "reviewer@example.test"
 #: Records in a temporary directory, outside the scored checkout (this one), no keys:
 #: the job's own output (docs/trust.md).
 OWN_OUTPUT = RecordTrust(checkout=Path(__file__).resolve().parent)
-#: The patch under review: a sha256 digest, as ``decide`` requires.
+#: The patch under review: its git commit id (64 hex, as in a SHA-256 repository).
 PATCH = "f" * 64
 AUTHOR = "coding-agent-7"
 
