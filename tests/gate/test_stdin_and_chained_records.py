@@ -24,6 +24,7 @@ from gate.support import (
     lease_record,
     on_base,
     row_record,
+    run_record,
     store,
 )
 
@@ -98,19 +99,6 @@ def test_ledger_apply_reads_json_lines_on_stdin(tmp_path: Path) -> None:
     assert done.returncode == 6  # the first non-zero exit: the second packet is STABLE_PASS
     actions = [(json.loads(x)["input"], json.loads(x)["action"]) for x in done.stdout.splitlines()]
     assert actions == [("-:1", "wrote"), ("-:2", "deleted")]
-
-
-def run_record(runner: str) -> dict[str, object]:
-    return {
-        "format": "flakecore.run-record",
-        "format_version": "1.0",
-        "runner_id": runner,
-        "class": "flake_shaped",
-        "fixture_hash": "b" * 64,
-        "input_hash": "c" * 64,
-        "completed": True,
-        "property_cohort_passed": True,
-    }
 
 
 def packet_args(local: str, clean: str) -> tuple[str, ...]:
