@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -25,8 +26,10 @@ from flakecore import validation
 __all__ = [
     "EPOCH_LOCK",
     "PROPERTY_FILE",
+    "SORTED",
     "TEST_ID",
     "SampleRepo",
+    "budget_args",
     "decision",
     "git",
     "make_repo",
@@ -62,6 +65,9 @@ _FILES: dict[str, str] = {
     FIXTURE: '{"values": [1, 2, 3], "unit": "ms"}\n',
     ".gitignore": "__pycache__/\n*.xml\n",
 }
+
+#: The property: the fixture's values are sorted (exit 0 holds, 1 fails).
+SORTED = "import json, sys; v = json.load(open(sys.argv[1]))['values']; sys.exit(v != sorted(v))"
 
 #: The patch: a regression that misses for every seventh seed as well.
 _REGRESSION = (
@@ -105,12 +111,14 @@ class SampleRepo:
         env.update(extra or {})
         return env
 
-    def flakecore(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        """Run the installed CLI in the repository, as a pipeline would."""
+    def flakecore(
+        self, *args: str, timeout: float = 120, env: Mapping[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the installed CLI in the repository, as a pipeline would (``env`` added)."""
         return subprocess.run(
             [sys.executable, "-m", "flakecore", *args],
             cwd=self.path,
-            env=self.env(),
+            env=self.env(env),
             capture_output=True,
             text=True,
             check=False,
@@ -159,9 +167,16 @@ class SampleRepo:
 
 
 def make_repo(
-    root: Path, *, regression: bool = True, fixture_on_head: str | None = None
+    root: Path,
+    *,
+    regression: bool = True,
+    fixture_on_head: str | None = None,
+    base_files: Mapping[str, str] | None = None,
 ) -> SampleRepo:
-    """Create the sample repository: a base commit, then the patch commit (HEAD)."""
+    """Create the sample repository: a base commit, then the patch commit (HEAD).
+
+    ``base_files`` adds files to the base commit (a reviewed ``pyproject.toml``).
+    """
     path = root / "repo"
     tmp = root / "tmp"
     path.mkdir()
@@ -170,7 +185,7 @@ def make_repo(
     git(path, "config", "user.name", "flakecore e2e")
     git(path, "config", "user.email", "e2e@flakecore.invalid")
     git(path, "config", "commit.gpgsign", "false")
-    for name, text in _FILES.items():
+    for name, text in {**_FILES, **(base_files or {})}.items():
         file = path / name
         file.parent.mkdir(parents=True, exist_ok=True)
         file.write_text(text)
@@ -196,3 +211,26 @@ def decision(run: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     problems = [str(p) for p in validation.iter_errors(value, "decision")]
     assert problems == [], problems
     return value
+
+
+def budget_args(
+    repo: SampleRepo,
+    out: Path,
+    *,
+    seeds: str | None,
+    prop: str = SORTED,
+    command: list[str] | None = None,
+) -> list[str]:
+    """``budget-run`` arguments for the sample's fixture and property (``--json``)."""
+    return [
+        "budget-run",
+        "--test-id", TEST_ID,
+        "--base", repo.base,
+        "--fixture", FIXTURE,
+        "--property-cmd", shlex.join([sys.executable, "-c", prop, "{fixture}"]),
+        *(["--seeds", seeds] if seeds is not None else []),
+        "--out", str(out),
+        "--json",
+        "--",
+        *(pytest_command() if command is None else command),
+    ]  # fmt: skip
