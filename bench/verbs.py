@@ -251,7 +251,8 @@ def _batch_rows(directory: Path, count: int) -> list[Row]:
 # -- lease check -----------------------------------------------------------------------
 
 
-def _write_leases(directory: Path, count: int) -> Path:
+def _leases(count: int) -> dict[str, bytes]:
+    """``count`` valid leases (valid at :data:`NOW`), by file name."""
     from flakecore.gate.ledger import record_bytes, record_file_name
     from flakecore.lease import Roles, build_lease
     from flakecore.timeutil import parse_rfc3339
@@ -261,32 +262,47 @@ def _write_leases(directory: Path, count: int) -> Path:
         replay_host="img:sha256:" + "a" * 64 + "+nonce:0123456789abcdef",
         accepted_by="reviewer@example.test",
         patch_author="coding-agent-7",
-        patch_hash="f" * 64,
+        patch_hash="f" * 40,
         oracle_version="oracle-3",
     )
     now = parse_rfc3339(NOW)
-    leases = directory / "leases"
-    leases.mkdir()
+    leases = {}
     for i in range(count):
         test_id = f"tests/test_mod{i // 50}.py::test_case_{i}"
         outcome = build_lease(report, test_id=test_id, roles=roles, now=now)
         assert outcome.record is not None, outcome.reasons
-        (leases / record_file_name(test_id)).write_bytes(record_bytes(outcome.record))
+        leases[record_file_name(test_id)] = record_bytes(outcome.record)
     return leases
 
 
+def _lease_repo(directory: Path, count: int) -> tuple[Path, str]:
+    """A repository whose base commit holds ``count`` leases (what lease check reads as reviewed)."""
+    repo = directory / "lease-repo"
+    leases = repo / ".flakecore" / "leases"
+    leases.mkdir(parents=True)
+    for name, data in _leases(count).items():
+        (leases / name).write_bytes(data)
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base: reviewed leases")
+    return repo, _git(repo, "rev-parse", "HEAD").strip()
+
+
 def _lease_rows(directory: Path, count: int) -> list[Row]:
-    leases = _write_leases(directory, count)
-    argv = [*_flakecore(), "lease", "check", "--no-config", "--json", "--now", NOW, str(leases)]
+    repo, base = _lease_repo(directory, count)
+    leases = repo / ".flakecore" / "leases"
+    argv = [
+        *_flakecore(), "lease", "check", "--base", base, "--json", "--now", NOW, str(leases)
+    ]  # fmt: skip
 
     def run() -> int:
-        out = _run(argv, cwd=directory)
+        out = _run(argv, cwd=repo)
         return sum(json.loads(line)["valid"] is True for line in out.splitlines())
 
     def floor() -> int:
         return int(_run([sys.executable, "-c", READ_LOOP, str(leases)]))
 
-    return [Row("lease check", f"lease check x{count}", run, floor, "read + json.loads")]
+    return [Row("lease check", f"lease check x{count} (base)", run, floor, "read + json.loads")]
 
 
 # -- guard -----------------------------------------------------------------------------

@@ -18,11 +18,12 @@ vouch for a file the patch chose.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import posixpath
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -33,13 +34,21 @@ from flakecore.codes import TrustReason
 from flakecore.digest import is_commit_id
 from flakecore.errors import InputError, MissingInputError, UnusableInputError, UsageError
 from flakecore.files import read_bytes, read_bytes_at
-from flakecore.gate.worktree import read_object, repo_toplevel, tree_entry
+from flakecore.gate.worktree import (
+    TreeEntry,
+    read_object,
+    read_objects,
+    repo_toplevel,
+    tree_entries,
+    tree_entry,
+)
 from flakecore.jsonio import MAX_DOCUMENT_BYTES, canonical_bytes, load_object, loads_strict
 from flakecore.signing import RecordProblems, verify_signed
 from flakecore.trust import TrustedKey, TrustVerdict, refused
 
 __all__ = [
     "RecordTrust",
+    "base_files",
     "judge_given_record",
     "read_in_checkout",
     "read_record_file",
@@ -48,6 +57,13 @@ __all__ = [
 ]
 
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+#: What :func:`base_files` read ahead: a base commit's entries by ``(top, commit, path)``,
+#: its blobs by ``(top, oid)``, and each checkout's top (git's, and as resolved).  A
+#: commit's content never changes, so these are the answers the one-path calls give.
+_ENTRIES: dict[tuple[Path, str, str], TreeEntry | None] = {}
+_BLOBS: dict[tuple[Path, str], bytes] = {}
+_TOPS: dict[Path, Path] = {}
 
 
 def _parts(path: str) -> list[str]:
@@ -140,7 +156,8 @@ def _base_verdict(top: Path, base_sha: str, path: str) -> tuple[TrustVerdict, by
     except Untrusted as exc:
         return refused(path, exc.reason, exc.detail), None
     name = posixpath.normpath(path)
-    entry = tree_entry(top, base_sha, name)
+    key = (top, base_sha, name)
+    entry = _ENTRIES[key] if key in _ENTRIES else tree_entry(top, base_sha, name)
     short = base_sha[:12]
     if entry is None:
         detail = f"base {short} has no file at this path: base...HEAD adds it"
@@ -151,13 +168,67 @@ def _base_verdict(top: Path, base_sha: str, path: str) -> tuple[TrustVerdict, by
     if not entry.is_file:
         what = "a submodule (gitlink)" if entry.type == "commit" else f"a {entry.type}"
         return refused(path, TrustReason.NOT_A_FILE, f"{what} in base {short}"), None
-    if entry.size == len(data) and read_object(top, entry.oid) == data:
+    if entry.size == len(data) and _blob(top, entry.oid) == data:
         detail = f"byte-identical in base {short}"
         return TrustVerdict(
             path=path, reason=TrustReason.BASE_IDENTICAL, detail=detail, data=data
         ), data
     detail = f"base {short} holds other bytes here: base...HEAD changed it"
     return refused(path, TrustReason.CHANGED_SINCE_BASE, detail), data
+
+
+def _blob(top: Path, oid: str) -> bytes:
+    known = _BLOBS.get((top, oid))
+    return known if known is not None else read_object(top, oid)
+
+
+@contextlib.contextmanager
+def base_files(trust: RecordTrust, paths: Sequence[str]) -> Iterator[None]:
+    """Read what base holds at ``paths`` ahead, with two git calls per directory in all.
+
+    For a reader of many records (``lease check`` over a directory): inside
+    the block, every record of ``paths`` is judged exactly as alone, but
+    base's entry and bytes come from one ``git ls-tree`` per directory and one
+    ``git cat-file --batch``, not two git calls (and a ``rev-parse``) per
+    file.  A path not read ahead (outside the checkout) is read alone, as
+    always.
+    """
+    top = Path(os.path.realpath(trust.checkout))
+    if trust.base is None or not is_commit_id(trust.base) or repo_toplevel(top) != top:
+        yield  # nothing the one-path reading would ask git for in this shape
+        return
+    base = trust.base
+    wanted: dict[str, list[str]] = {}
+    for path in paths:
+        try:
+            where = _in_checkout(path, top)
+        except Untrusted:
+            continue
+        if where is not None:
+            name = posixpath.normpath(where)
+            wanted.setdefault(posixpath.dirname(name), []).append(name)
+    entries: dict[tuple[Path, str, str], TreeEntry | None] = {}
+    for directory, names in wanted.items():
+        # A name the listing of its directory lacks has no entry alone either (nor has
+        # one below a link or a submodule: git lists nothing below those).
+        listed = tree_entries(top, base, directory + "/" if directory else None)
+        entries.update(((top, base, n), listed.get(n)) for n in names)
+    oids = {e.oid for e in entries.values() if e is not None and e.is_file}
+    blobs = read_objects(top, sorted(oids))
+    held = {(top, oid): data for oid, data in blobs.items()}
+    _ENTRIES.update(entries)
+    _BLOBS.update(held)
+    tops = {top: top, trust.checkout: top}  # git's top, and the checkout resolved
+    _TOPS.update(tops)
+    try:
+        yield
+    finally:
+        for entry_key in entries:
+            _ENTRIES.pop(entry_key, None)
+        for blob_key in held:
+            _BLOBS.pop(blob_key, None)
+        for top_key in tops:
+            _TOPS.pop(top_key, None)
 
 
 def trusted_by_base(repo: Path, base_sha: str, path: str) -> TrustVerdict:
@@ -218,7 +289,7 @@ def read_trusted_record(
     ``check``, the reader's own rules for its kind, and handed back in
     ``record``.
     """
-    top = repo_toplevel(repo)
+    top = _TOPS.get(repo) or repo_toplevel(repo)
     verdict, data = _base_verdict(top, base_sha, path)
     if data is None:
         return verdict
@@ -267,15 +338,34 @@ def _in_checkout(path: str, top: Path) -> str | None:
     A path that lies outside as written but resolves into the checkout
     reaches it through a symbolic link: :class:`Untrusted` (``SYMLINK``).
     """
-    written = Path(os.path.abspath(path))
-    if written == top or top in written.parents:
-        return written.relative_to(top).as_posix()
-    resolved = Path(os.path.realpath(path))
-    if resolved == top or top in resolved.parents:
+    where = _below(os.path.abspath(path), top)
+    if where is not None:
+        return where
+    if _below(os.path.realpath(path), top) is not None:
         raise Untrusted(
             TrustReason.SYMLINK, "reached through a symbolic link into the scored checkout"
         )
     return None
+
+
+def _below(path: str, top: Path) -> str | None:
+    """``path`` (absolute, normalized) relative to ``top`` when it is ``top`` or below it.
+
+    ``Path(path).relative_to(top).as_posix()`` when ``top`` is ``path`` or one
+    of its parents, else None; as string operations, since every record read
+    asks it (a leading ``//``, which pathlib keeps as a root of its own, goes
+    the pathlib way).
+    """
+    root = str(top)
+    if path.startswith("//") or root.startswith("//"):
+        written = Path(path)
+        if written == top or top in written.parents:
+            return written.relative_to(top).as_posix()
+        return None
+    if path == root:
+        return "."
+    prefix = root if root.endswith("/") else root + "/"
+    return path[len(prefix) :] if path.startswith(prefix) else None
 
 
 def _judge_bytes(
@@ -334,7 +424,7 @@ def read_record_file(
     reader's own check of the record.  A missing or unreadable file, and one
     no base vouches for that is not a JSON object, is an :class:`InputError`.
     """
-    top = Path(os.path.realpath(trust.checkout))
+    top = _TOPS.get(trust.checkout) or Path(os.path.realpath(trust.checkout))
     try:
         where = _in_checkout(path, top)
         if where is not None and trust.base is not None:

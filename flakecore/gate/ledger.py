@@ -36,7 +36,7 @@ from flakecore.codes import BudgetCode, DecideCode
 from flakecore.decide import decide
 from flakecore.errors import InputError, MissingInputError
 from flakecore.files import read_bytes, write_atomic
-from flakecore.gate.basetrust import RecordTrust, read_record_file
+from flakecore.gate.basetrust import RecordTrust, base_files, read_record_file
 from flakecore.gate.seedrun import budget_evidence
 from flakecore.gate.vote import DECIDE_PACKET_FORMAT
 from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object, loads_strict
@@ -400,44 +400,50 @@ def check_directory(
         raise MissingInputError("cannot read: not a directory", source=directory) from None
     except OSError as exc:
         raise MissingInputError(f"cannot read: {exc.strerror}", source=directory) from None
-    checks: list[RecordCheck] = []
-    for name in names:
-        if name.startswith("."):
-            continue
-        path = os.path.join(directory, name)
-        if os.path.isdir(path):
-            checks.append(
-                RecordCheck(
-                    path=path,
-                    kind="unknown",
-                    test_id=None,
-                    problems=("a subdirectory: records live directly in the directory",),
-                )
-            )
-            continue
-        if _RECORD_NAME.fullmatch(name) is None:
-            checks.append(
-                RecordCheck(
-                    path=path,
-                    kind="unknown",
-                    test_id=None,
-                    problems=("not a record file (expected <sha256 of the test id>.json)",),
-                )
-            )
-            continue
-        try:
-            checked = check_file(
-                path,
-                trust=trust,
-                now=now,
-                policy=policy,
-                patch_hash=patch_hash,
-                oracle_version=oracle_version,
-            )
-        except MissingInputError as exc:  # gone, or a link to nothing: a bad entry all the same
-            checked = RecordCheck(path=path, kind="unknown", test_id=None, problems=(str(exc),))
-        checks.append(checked)
-    return checks
+    records = [os.path.join(directory, n) for n in names if _RECORD_NAME.fullmatch(n)]
+    with base_files(trust, records):  # base's side of every record, read ahead in bulk
+        return [
+            _check_entry(directory, name, trust, now, policy, patch_hash, oracle_version)
+            for name in names
+            if not name.startswith(".")
+        ]
+
+
+def _check_entry(  # noqa: PLR0917 - one entry of check_directory, with its arguments
+    directory: str,
+    name: str,
+    trust: RecordTrust,
+    now: dt.datetime,
+    policy: Policy,
+    patch_hash: str | None,
+    oracle_version: str | None,
+) -> RecordCheck:
+    path = os.path.join(directory, name)
+    if os.path.isdir(path):
+        return RecordCheck(
+            path=path,
+            kind="unknown",
+            test_id=None,
+            problems=("a subdirectory: records live directly in the directory",),
+        )
+    if _RECORD_NAME.fullmatch(name) is None:
+        return RecordCheck(
+            path=path,
+            kind="unknown",
+            test_id=None,
+            problems=("not a record file (expected <sha256 of the test id>.json)",),
+        )
+    try:
+        return check_file(
+            path,
+            trust=trust,
+            now=now,
+            policy=policy,
+            patch_hash=patch_hash,
+            oracle_version=oracle_version,
+        )
+    except MissingInputError as exc:  # gone, or a link to nothing: a bad entry all the same
+        return RecordCheck(path=path, kind="unknown", test_id=None, problems=(str(exc),))
 
 
 @attrs.frozen(kw_only=True)

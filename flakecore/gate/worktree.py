@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -34,8 +35,10 @@ __all__ = [
     "matching_refs",
     "read_blob",
     "read_object",
+    "read_objects",
     "repo_toplevel",
     "resolve_commit",
+    "tree_entries",
     "tree_entry",
 ]
 
@@ -64,14 +67,15 @@ def git(*args: str, cwd: Path) -> str:
     return _git_bytes(*args, cwd=cwd).decode("utf-8", "replace")
 
 
-def _git_bytes(*args: str, cwd: Path) -> bytes:
+def _git_bytes(*args: str, cwd: Path, stdin: bytes | None = None) -> bytes:
     env = child_env({"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
     try:
         done = subprocess.run(
             ["git", *args],
             cwd=cwd,
             env=env,
-            stdin=subprocess.DEVNULL,
+            input=stdin,
+            stdin=subprocess.DEVNULL if stdin is None else None,
             capture_output=True,
             check=False,
         )
@@ -233,22 +237,61 @@ def tree_entry(repo: Path, commit: str, path: str) -> TreeEntry | None:
     below a symbolic link or a submodule has no entry: git does not follow
     either inside a tree.
     """
+    # (a directory's own listing is not asked for here: only the entry named ``path``)
+    return tree_entries(repo, commit, path).get(path)
+
+
+def tree_entries(repo: Path, commit: str, pathspec: str | None = None) -> dict[str, TreeEntry]:
+    """What ``git ls-tree -l --full-tree COMMIT -- PATHSPEC`` lists, by path from the top.
+
+    ``pathspec`` is literal; ``dir/`` lists the entries of that directory,
+    None those of the top.  Names that are not UTF-8 are decoded with
+    ``surrogateescape``.
+    """
+    spec = () if pathspec is None else ("--", pathspec)
     out = _git_bytes(
-        "--literal-pathspecs", "ls-tree", "-l", "-z", "--full-tree", commit, "--", path, cwd=repo
+        "--literal-pathspecs", "ls-tree", "-l", "-z", "--full-tree", commit, *spec, cwd=repo
     )
-    entries = [e for e in out.split(b"\0") if e]
-    for entry in entries:
+    entries: dict[str, TreeEntry] = {}
+    for entry in out.split(b"\0"):
+        if not entry:
+            continue
         meta, _, name = entry.partition(b"\t")
-        if name != path.encode("utf-8", "surrogateescape"):
-            continue  # a directory's own listing is not asked for here
         mode, kind, oid, size = meta.decode("ascii").split()
-        return TreeEntry(mode=mode, type=kind, oid=oid, size=None if size == "-" else int(size))
-    return None
+        entries[name.decode("utf-8", "surrogateescape")] = TreeEntry(
+            mode=mode, type=kind, oid=oid, size=None if size == "-" else int(size)
+        )
+    return entries
 
 
 def read_object(repo: Path, oid: str) -> bytes:
     """The raw bytes of the blob ``oid`` (no text conversion, no filters)."""
     return _git_bytes("cat-file", "blob", oid, cwd=repo)
+
+
+def read_objects(repo: Path, oids: Sequence[str]) -> dict[str, bytes]:
+    """The raw bytes of each blob in ``oids``, read by one ``git cat-file --batch``.
+
+    An oid that is missing or not a blob is left out (read it alone to learn why).
+    """
+    if not oids:
+        return {}
+    out = _git_bytes(
+        "cat-file", "--batch", cwd=repo, stdin="".join(f"{o}\n" for o in oids).encode()
+    )
+    blobs: dict[str, bytes] = {}
+    at = 0
+    while at < len(out):
+        end = out.index(b"\n", at)
+        oid, kind, *size = out[at:end].decode("ascii", "replace").split()
+        at = end + 1
+        if not size:  # "<oid> missing"
+            continue
+        length = int(size[0])
+        if kind == "blob":
+            blobs[oid] = out[at : at + length]
+        at += length + 1
+    return blobs
 
 
 class DetachedWorktree:

@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -21,7 +22,7 @@ from hypothesis import strategies as st
 
 from flakecore import _fields, identity, jsonio
 from flakecore.errors import InputError
-from flakecore.gate import _reaper, guard
+from flakecore.gate import _reaper, basetrust, guard
 from flakecore.gate.config import DEFAULT_FIXTURE_GLOBS
 from flakecore.gate.guard import POLICY_TABLE
 from flakecore.jsonio import loads_strict
@@ -370,3 +371,18 @@ def test_descendants_from_children_files_are_those_of_the_full_walk() -> None:
         proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+ABS_PATHS = st.lists(st.sampled_from(["", "a", "b", "ab", ".", "..", "é"]), max_size=4).flatmap(
+    lambda parts: st.sampled_from(["/", "//", "///"]).map(lambda root: root + "/".join(parts))
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(ABS_PATHS, ABS_PATHS)
+def test_below_is_pathlibs_relative_to(path: str, top: str) -> None:
+    written, root = Path(os.path.normpath(path)), Path(os.path.normpath(top))
+    expected = (
+        written.relative_to(root).as_posix() if written == root or root in written.parents else None
+    )
+    assert basetrust._below(os.path.normpath(path), root) == expected

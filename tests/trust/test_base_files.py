@@ -1,0 +1,90 @@
+"""``lease check`` reads base's side of a directory in bulk; each verdict is the one-file verdict.
+
+:func:`flakecore.gate.basetrust.base_files` reads base's entries with one
+``git ls-tree`` per directory and their bytes with one ``git cat-file
+--batch``.  Inside it, every record must be judged exactly as
+:func:`~flakecore.gate.ledger.check_file` judges it alone: the oracle here
+is ``check_file`` outside any read-ahead, one git call per question.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from gate.support import NOW
+
+from flakecore.gate import basetrust
+from flakecore.gate.basetrust import RecordTrust
+from flakecore.gate.ledger import RecordCheck, check_directory, check_file, record_file_name
+from flakecore.signing import sign_record
+from trust.support import lease_bytes, make_checkout, make_signer
+
+pytestmark = pytest.mark.e2e
+
+LEASES = ".flakecore/leases"
+_RECORD = re.compile(r"[0-9a-f]{64}\.json")
+
+
+def _name(test_id: str) -> str:
+    return f"{LEASES}/{record_file_name(test_id)}"
+
+
+def _alone(directory: Path, trust: RecordTrust) -> list[RecordCheck]:
+    """The record files of ``directory``, each judged alone (no read-ahead)."""
+    assert not basetrust._ENTRIES and not basetrust._BLOBS
+    return [
+        check_file(str(directory / name), trust=trust, now=NOW)
+        for name in sorted(os.listdir(directory))
+        if _RECORD.fullmatch(name) and not (directory / name).is_dir()
+    ]
+
+
+def test_every_kind_of_entry_is_judged_as_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    same = {_name(f"t::same{i}"): lease_bytes(test_id=f"t::same{i}") for i in range(5)}
+    base_files = {
+        **same,
+        _name("t::changed"): lease_bytes(test_id="t::changed"),
+        _name("t::resized"): lease_bytes(test_id="t::resized"),
+        _name("t::gone"): lease_bytes(test_id="t::gone"),
+        _name("t::was-link"): lease_bytes(test_id="t::was-link"),
+    }
+    checkout = make_checkout(tmp_path, base_files)
+    top = checkout.top
+    # The patch: one changed in place (same size), one rewritten longer, one added,
+    # one signed and added, one replaced by a link, one deleted, one a directory.
+    changed = bytearray(base_files[_name("t::changed")])
+    changed[changed.index(b"t::changed")] = ord("T")
+    checkout.write(_name("t::changed"), bytes(changed))
+    checkout.write(_name("t::resized"), lease_bytes(test_id="t::resized") + b" ")
+    checkout.write(_name("t::added"), lease_bytes(test_id="t::added"))
+    signer = make_signer(tmp_path / "keys", "ci", top)
+    record = json.loads(lease_bytes(test_id="t::signed"))
+    checkout.write(_name("t::signed"), json.dumps(sign_record(record, kind="lease", signer=signer)))
+    (top / _name("t::was-link")).unlink()
+    (top / _name("t::was-link")).symlink_to(record_file_name("t::same0"))
+    (top / _name("t::gone")).unlink()
+    (top / LEASES / ("0" * 64 + ".json")).mkdir()
+    checkout.write(f"{LEASES}/notes.txt", "not a record")
+    trust = RecordTrust(checkout=top, base=checkout.base, keys=(signer.key,))
+    directory = top / LEASES
+    alone = _alone(directory, trust)
+    trace = tmp_path / "git-trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    bulk = {c.path: c for c in check_directory(str(directory), trust=trust, now=NOW)}
+    calls = [line.split("built-in: git ", 1)[1] for line in trace.read_text().splitlines()
+             if "built-in: git " in line]  # fmt: skip
+    assert [c.split()[0] for c in calls if "ls-tree" in c or "cat-file" in c] == [
+        "ls-tree",
+        "cat-file",
+    ]  # one listing of the directory, one batch of blobs: nothing per file
+    assert [bulk[c.path] for c in alone] == alone
+    assert len(bulk) == len(alone) + 2  # the directory and the stray file, reported too
+    valid = {c.test_id for c in alone if c.valid}
+    assert valid == {*(f"t::same{i}" for i in range(5)), "t::signed"}
+    assert not basetrust._ENTRIES and not basetrust._BLOBS  # nothing kept after the block
