@@ -215,6 +215,14 @@ def _register_budget_run(sub: argparse._SubParsersAction[argparse.ArgumentParser
         "--seeds", metavar="S1,S2,...", help="committed seeds (default: the policy's list)"
     )
     parser.add_argument("--out", required=True, metavar="budget.json", help="observation record")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="seed runs side by side (default 1); budget.json is the one a run one after "
+        "the other writes",
+    )
     _common_run_flags(parser)
     add_output_arguments(parser)
     add_config_arguments(parser, base=False)
@@ -461,6 +469,7 @@ def _run_budget(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         seed_env=args.seed_env,
         miss_exit_codes=_miss_codes(args.miss_exit_codes),
+        jobs=args.jobs,
     )
     adopt_orphans()
     try:

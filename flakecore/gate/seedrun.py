@@ -35,6 +35,7 @@ from flakecore.codes import AttemptResult, BudgetCode
 from flakecore.digest import canonical_json_sha256, sha256_bytes
 from flakecore.errors import InputError, UsageError
 from flakecore.files import MAX_FILE_BYTES, read_bytes, write_atomic
+from flakecore.gate.pool import in_order
 from flakecore.gate.replay import DEFAULT_MISS_EXIT_CODES
 from flakecore.gate.runtime import (
     WEAK_CONTAINMENT,
@@ -134,6 +135,8 @@ class BudgetRunRequest:
     """Also pass each seed in this environment variable."""
     miss_exit_codes: frozenset[int] = DEFAULT_MISS_EXIT_CODES
     """Exit statuses of a seed run that mean "the assertion failed"."""
+    jobs: int = 1
+    """Seed runs side by side (the record is the one a run one after the other gives)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -196,6 +199,8 @@ def _validate(request: BudgetRunRequest) -> None:
         )
     if request.timeout_s is not None and not request.timeout_s > 0:
         raise UsageError("budget-run: --timeout must be a positive number of seconds")
+    if request.jobs < 1:
+        raise UsageError("budget-run: --jobs must be 1 or more")
     seeds = request.seeds or ()
     if repeated := [s for i, s in enumerate(seeds) if any(_same(s, t) for t in seeds[:i])]:
         raise UsageError(
@@ -380,16 +385,27 @@ class _BudgetRun:
         return holds
 
     def run_seeds(self, top: Path, seeds: Sequence[Seed], record: dict[str, object]) -> int | None:
-        """One run per committed seed, no retries; None when a run neither passed nor missed."""
+        """One run per committed seed, no retries; None when a run neither passed nor missed.
+
+        With ``jobs`` above 1 the seeds run side by side (:mod:`flakecore.gate.pool`),
+        and the runs are recorded in seed order up to the first that filled
+        nothing, exactly as one after the other.
+        """
         request = self.request
-        runs: list[SeedRun] = []
-        passes = 0
-        for seed in seeds:
+
+        def one(seed: Seed) -> tuple[Seed, CommandRun, AttemptResult]:
             text = str(seed)
             argv = substitute(request.command, seed=text)
             extra = {request.seed_env: text} if request.seed_env else {}
             run = self.execute(argv, top, extra)
-            result = _seed_result(run, request.miss_exit_codes)
+            return seed, run, _seed_result(run, request.miss_exit_codes)
+
+        def fills_nothing(done: tuple[Seed, CommandRun, AttemptResult]) -> bool:
+            return done[2] not in (AttemptResult.PASS, AttemptResult.MISS)
+
+        runs: list[SeedRun] = []
+        passes = 0
+        for seed, run, result in in_order(seeds, one, jobs=request.jobs, last=fills_nothing):
             runs.append(
                 SeedRun(
                     seed=seed, result=result, exit_code=run.returncode, duration_s=run.duration_s
