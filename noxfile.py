@@ -130,7 +130,8 @@ def fuzz(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
-    """Adapter throughput and peak RSS at 1M testcases against bare-parser baselines."""
+    """Every goal of docs/performance.md against its floor: the gate's verbs, then the adapters."""
     install_wheel(session)
     session.install(*BENCH_DEPS)
+    session.run("python", "bench/verbs.py")
     session.run("python", "bench/run.py", *session.posargs)

@@ -63,3 +63,40 @@ def test_bench_prints_every_row_and_verdict(tmp_path: Path) -> None:
             ids[mode] = [json.loads(line)["test_id"] for line in out.read_text().splitlines()]
         assert len(ids["floor"]) == 300
         assert ids["floor"] == ids["ingest"], fmt
+
+
+GATE_BENCH = BENCH.with_name("verbs.py")
+GATE_ROWS = [
+    "flakecore --version",
+    "flakecore decide FILE (one packet)",
+    "python -c 'import attrs'",
+    *(
+        f"{p} - {f} x200"
+        for p in ("admit", "decide", "budget", "classify")
+        for f in ("(text)", "--json")
+    ),
+    "lease check x50 (base)",
+    "lease check x50 (signed)",
+    "guard, 200 changed paths",
+    "budget-run --jobs 2, 8 x 0.05 s",
+    "replay, 5 attempts, 20 files",
+]
+
+
+def test_gate_bench_prints_every_row_with_its_floor() -> None:
+    """Every goal row runs and did the same work as its floor (the bench stops otherwise)."""
+    proc = subprocess.run(
+        [sys.executable, str(GATE_BENCH), "--small"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    for name in GATE_ROWS:
+        row = next((line for line in lines if line.startswith(name + " ")), None)
+        assert row is not None, (name, proc.stdout)
+        assert re.search(
+            r" [0-9.]+x +[0-9.]+x  (goal <= [0-9.]+x: (met|MISSED)|\(context\))$", row
+        ) or (re.search(r" [+-][0-9]+ms +[+-][0-9]+ms  goal <= \+100 ms: (met|MISSED)$", row)), row
