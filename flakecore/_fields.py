@@ -15,6 +15,7 @@ __all__ = [
     "MAX_SAFE_INTEGER",
     "MISSING",
     "format_problem",
+    "format_version_ok",
     "is_bool",
     "is_count",
     "is_int",
@@ -108,6 +109,11 @@ def format_problem(packet: Mapping[str, object], kind: str) -> str | None:
     if version is not MISSING and (not isinstance(version, str) or not is_v1(version)):
         return f"format_version {version!r} is not a 1.x version"
     return None
+
+
+def format_version_ok(value: object) -> bool:
+    """``1.<minor>`` with no leading zero in the minor, as the schemas spell it."""
+    return isinstance(value, str) and is_v1(value)
 
 
 def is_v1(version: str) -> bool:

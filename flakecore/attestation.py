@@ -30,12 +30,11 @@ from typing import Final, TypeAlias
 
 import attrs
 
-from flakecore._fields import is_nonblank
+from flakecore._fields import format_version_ok, is_nonblank
 from flakecore.codes import TrustReason
 from flakecore.digest import canonical_json_sha256, is_digest
 from flakecore.errors import FlakecoreError, InputError
 from flakecore.jsonio import canonical_bytes, loads_strict
-from flakecore.lease import format_version_ok
 
 __all__ = [
     "MAX_SIGNATURES",

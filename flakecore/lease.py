@@ -29,7 +29,7 @@ from typing import Final
 
 import attrs
 
-from flakecore._fields import MISSING, is_bool, is_int, is_nonblank, is_v1
+from flakecore._fields import MISSING, format_version_ok, is_bool, is_int, is_nonblank
 from flakecore._wording import plural
 from flakecore.classify import ClassifyDecision, classify
 from flakecore.codes import ClassifyClass
@@ -85,11 +85,6 @@ LEASE_FIELDS: Final = (
 )
 #: Fields whose absence makes a lease invalid (``patch_hash``/``oracle_version`` are optional).
 LEASE_REQUIRED: Final = tuple(f for f in LEASE_FIELDS if f not in ("patch_hash", "oracle_version"))
-
-
-def format_version_ok(value: object) -> bool:
-    """``1.<minor>`` with no leading zero in the minor, as the schemas spell it."""
-    return isinstance(value, str) and is_v1(value)
 
 
 @attrs.frozen(kw_only=True)

@@ -38,7 +38,6 @@ survivor, which fails the attempt.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import sys
 import time
@@ -77,6 +76,8 @@ def _quietly(call: Callable[[int, int], object], pid: int, value: int) -> None:
 def _prctl(option: int, value: int) -> bool:
     if not sys.platform.startswith("linux"):
         return False
+    import ctypes  # noqa: PLC0415 - here: flakecore imports this module for its sweep alone
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         return int(libc.prctl(option, value, 0, 0, 0)) == 0
