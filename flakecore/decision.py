@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import attrs
 
@@ -18,6 +18,17 @@ DECISION_FORMAT = "flakecore.decision"
 DECISION_FORMAT_VERSION = "1.1"
 
 CodeT = TypeVar("CodeT", bound=enum.Enum)
+
+
+_SLOTS: dict[type, tuple[str, ...]] = {}
+
+
+def _slots(cls: type[Decision[Any]]) -> tuple[str, ...]:
+    """The attribute names of a decision class, its base's included."""
+    names = _SLOTS.get(cls)
+    if names is None:
+        names = _SLOTS[cls] = tuple(field.name for field in attrs.fields(cls))
+    return names
 
 
 @attrs.frozen(kw_only=True)
@@ -39,8 +50,17 @@ class Decision(Generic[CodeT]):
     """Where ``policy_values`` came from; set by whoever loaded them (the policies are pure)."""
 
     def with_policy_source(self, source: PolicySource) -> Decision[CodeT]:
-        """This verdict, recording where its policy came from."""
-        return attrs.evolve(self, policy_source=source)
+        """This verdict, recording where its policy came from.
+
+        What ``attrs.evolve(self, policy_source=source)`` gives (no field of a
+        decision validates or converts), as one copy of the slots: the CLI
+        calls it for every decision it prints.
+        """
+        new = object.__new__(type(self))
+        for name in _slots(type(self)):
+            object.__setattr__(new, name, getattr(self, name))
+        object.__setattr__(new, "policy_source", source)
+        return new
 
     def to_json(self) -> dict[str, object]:
         """The decision record (schemas/decision.v1.json)."""

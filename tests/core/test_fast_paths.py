@@ -15,17 +15,22 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from packets import NOW, REPO
 
-from flakecore import _fields, identity, jsonio
+from flakecore import _fields, admit, budget, classify, decide, identity, jsonio
+from flakecore.decision import Decision
 from flakecore.errors import InputError
 from flakecore.gate import _reaper, basetrust, guard
 from flakecore.gate.config import DEFAULT_FIXTURE_GLOBS
 from flakecore.gate.guard import POLICY_TABLE
 from flakecore.jsonio import loads_strict
+from flakecore.policy import PolicySource
 from flakecore.records import DECIDE_FIELDS
 
 #: Strings with every kind of character JSON text can spell, lone surrogates included.
@@ -386,3 +391,29 @@ def test_below_is_pathlibs_relative_to(path: str, top: str) -> None:
         written.relative_to(root).as_posix() if written == root or root in written.parents else None
     )
     assert basetrust._below(os.path.normpath(path), root) == expected
+
+
+def _judged(kind: str, packet: dict[str, object]) -> Decision[Any]:
+    if kind == "admit":
+        return admit(packet)
+    if kind == "decide":
+        return decide(packet)
+    if kind == "budget":
+        return budget(packet)
+    return classify(packet, now=NOW)
+
+
+@pytest.mark.parametrize("kind", ["admit", "decide", "budget", "classify"])
+def test_with_policy_source_is_what_evolve_gives(kind: str) -> None:
+    examples = sorted((REPO / "examples" / kind).glob("*.json"))
+    assert examples
+    source = PolicySource(revision="a" * 40, path="pyproject.toml", overrides=("attempt_cap",))
+    other = PolicySource(path="elsewhere.toml")
+    for example in examples:
+        decision = _judged(kind, json.loads(example.read_text()))
+        for start in (decision, attrs.evolve(decision, policy_source=other)):
+            fast = start.with_policy_source(source)
+            slow = attrs.evolve(start, policy_source=source)
+            assert type(fast) is type(slow) and fast == slow
+            assert fast.to_json() == slow.to_json()
+            assert list(fast.to_json()) == list(slow.to_json())  # key order too
