@@ -22,6 +22,7 @@ from flakecore.cli import (
     _replay,
     _runner_id,
     _schemas,
+    _triage,
 )
 from flakecore.cli._common import RecordWriteError, UsageArgumentParser, die, input_exit
 from flakecore.errors import InputError, MissingExtra, UsageError
@@ -36,6 +37,7 @@ _VERBS = (
     _ingest,
     _schemas,
     _replay,
+    _triage,
     _runner_id,
     _packet,
     _lease,

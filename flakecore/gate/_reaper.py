@@ -68,9 +68,9 @@ def become_subreaper() -> bool:
     return _prctl(_PR_SET_CHILD_SUBREAPER, 1) and os.path.isdir("/proc/self")
 
 
-def _parents() -> dict[int, int]:
-    """``{pid: parent pid}`` for every process ``/proc`` shows."""
-    parents: dict[int, int] = {}
+def _parents() -> dict[int, tuple[int, int]]:
+    """``{pid: (parent pid, session id)}`` for every process ``/proc`` shows."""
+    parents: dict[int, tuple[int, int]] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -79,18 +79,27 @@ def _parents() -> dict[int, int]:
                 stat = fh.read()
         except OSError:  # gone meanwhile
             continue
-        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        # "pid (comm) state ppid pgrp session ...": comm may hold spaces and parentheses.
         fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 1:
-            parents[int(name)] = int(fields[1])
+        if len(fields) > 3:
+            parents[int(name)] = (int(fields[1]), int(fields[3]))
     return parents
 
 
-def descendants(root: int, *, skip: Collection[int] = ()) -> list[int]:
-    """Every process below ``root`` (children first), not entering the subtrees of ``skip``."""
+def descendants(
+    root: int, *, skip: Collection[int] = (), spare_session: int | None = None
+) -> list[int]:
+    """Every process below ``root`` (children first), not entering the subtrees of ``skip``.
+
+    With ``spare_session``, processes of that session (and what is below them)
+    are left out too: an attempt runs in sessions of its own (its reaper's and
+    the command's), so a process still in ``root``'s own session was started
+    by ``root`` itself -- another thread's git, say -- and is nobody's orphan.
+    """
     children: dict[int, list[int]] = {}
-    for pid, parent in _parents().items():
-        children.setdefault(parent, []).append(pid)
+    for pid, (parent, session) in _parents().items():
+        if session != spare_session:
+            children.setdefault(parent, []).append(pid)
     found: list[int] = []
     queue = [pid for pid in children.get(root, []) if pid not in skip]
     while queue:
@@ -116,7 +125,12 @@ def _reap(pids: Collection[int], *, any_child: bool) -> None:
 
 
 def end_descendants(
-    root: int, *, skip: Collection[int] = (), any_child: bool, limit_s: float = SWEEP_LIMIT_S
+    root: int,
+    *,
+    skip: Collection[int] = (),
+    any_child: bool,
+    limit_s: float = SWEEP_LIMIT_S,
+    spare_session: int | None = None,
 ) -> list[int]:
     """SIGKILL every descendant of ``root`` and reap them until none is left.
 
@@ -127,7 +141,7 @@ def end_descendants(
     """
     deadline = time.monotonic() + limit_s
     while True:
-        found = descendants(root, skip=skip)
+        found = descendants(root, skip=skip, spare_session=spare_session)
         refused = set()
         for pid in found:
             try:
@@ -140,7 +154,7 @@ def end_descendants(
         if not found:
             return []
         if set(found) <= refused or time.monotonic() > deadline:
-            return sorted(descendants(root, skip=skip))
+            return sorted(descendants(root, skip=skip, spare_session=spare_session))
         time.sleep(0.005)
 
 

@@ -48,6 +48,7 @@ __all__ = [
     "run_command",
     "signals_deferred",
     "signals_raise",
+    "stop_all",
     "substitute",
 ]
 
@@ -209,6 +210,11 @@ _REAPER_GRACE_S = 30.0
 _second_line = False
 #: Reapers running now; the second-line sweep never enters their subtrees.
 _live: set[int] = set()
+#: Held from a reaper's start until it is in ``_live``, and by every sweep: a sweep run by
+#: one thread must never take another thread's reaper, just started, for an orphan.
+_spawning = threading.Lock()
+#: Set by :func:`stop_all`: no attempt starts any more in this process.
+_stopped = threading.Event()
 
 
 def adopt_orphans() -> bool:
@@ -225,10 +231,38 @@ def adopt_orphans() -> bool:
 
 
 def _sweep() -> tuple[int, ...]:
-    """The second line: end what a reaper that died left re-parented to us."""
+    """The second line: end what a reaper that died left re-parented to us.
+
+    Processes in our own session are spared: attempts run in sessions of their
+    own, so those are ours (another thread's git, a reaper being started).
+    """
     if not _second_line:
         return ()
-    return tuple(_reaper.end_descendants(os.getpid(), skip=frozenset(_live), any_child=False))
+    with _spawning:
+        return tuple(
+            _reaper.end_descendants(
+                os.getpid(),
+                skip=frozenset(_live),
+                any_child=False,
+                spare_session=os.getsid(0),
+            )
+        )
+
+
+def stop_all() -> None:
+    """End every attempt running in this process, and start none from now on.
+
+    For a caller that runs attempts in several threads and was asked to stop
+    (a signal reaches only the main thread): each reaper is told to end its
+    attempt, exactly as a timeout would, and every later :func:`run_command`
+    returns at once as a run that could not start.  For the rest of the process.
+    """
+    _stopped.set()
+    with _spawning:
+        reapers = list(_live)
+    for pid in reapers:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
 
 
 def _stop_reaper(proc: subprocess.Popen[bytes]) -> None:
@@ -314,16 +348,20 @@ def run_command(
     read_end, write_end = os.pipe()
     try:
         try:
-            proc = subprocess.Popen(
-                [*_reaper_argv(write_end, timeout_s), *args],
-                cwd=cwd,
-                env=dict(env) if env is not None else None,
-                stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=output,
-                start_new_session=True,
-                pass_fds=(write_end,),
-            )
+            with _spawning:
+                if _stopped.is_set():
+                    raise OSError("the run was stopped")
+                proc = subprocess.Popen(
+                    [*_reaper_argv(write_end, timeout_s), *args],
+                    cwd=cwd,
+                    env=dict(env) if env is not None else None,
+                    stdin=subprocess.DEVNULL,
+                    stdout=output,
+                    stderr=output,
+                    start_new_session=True,
+                    pass_fds=(write_end,),
+                )
+                _live.add(proc.pid)
         except OSError as exc:
             return CommandRun(
                 argv=args,
@@ -334,7 +372,6 @@ def run_command(
             )
         finally:
             os.close(write_end)
-        _live.add(proc.pid)
         hung = False
         try:
             # The reaper keeps the timeout; this wait only guards against a reaper that hangs.
