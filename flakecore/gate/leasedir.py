@@ -74,18 +74,24 @@ def _check(name: str, now: dt.datetime, config: GateConfig) -> RecordProblems:
     return check
 
 
+def _where(directory: Path, name: str, top: Path | None) -> str:
+    """How a file is named in reasons: from the repository top, or as given without a base."""
+    if top is None:
+        return str(directory / name)
+    return os.path.relpath(os.path.join(os.path.realpath(directory), name), top)
+
+
 def _judge(
     directory: Path, name: str, now: dt.datetime, config: GateConfig, top: Path | None
 ) -> TrustVerdict:
     check = _check(name, now, config)
     keys = config.trusted_keys
+    where = _where(directory, name, top)
     if top is not None:
         assert config.source.revision is not None
-        rel = os.path.relpath(os.path.realpath(directory / name), top)
         return read_trusted_record(
-            top, config.source.revision, rel, keys=keys, kind="lease", check=check
+            top, config.source.revision, where, keys=keys, kind="lease", check=check
         )
-    where = str(directory / name)
     try:
         data = read_in_checkout(directory, name)
     except Untrusted as exc:
@@ -116,7 +122,7 @@ def trusted_leases(
         raise InputError(f"cannot read: {exc.strerror}", source=str(directory)) from None
     leases: dict[str, TrustedLease] = {}
     for name in names:
-        where = str(directory / name)
+        where = _where(directory, name, top)
         if not _NAME.fullmatch(name):
             raise LeaseRefused(f"{where}: not a lease file (<sha256 of the test id>.json)")
         verdict = _judge(directory, name, now, config, top)
