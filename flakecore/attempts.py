@@ -17,7 +17,8 @@ import attrs
 
 from flakecore._fields import is_int, is_seed
 from flakecore.codes import AttemptResult, LogStatus
-from flakecore.errors import InputError
+from flakecore.errors import InputError, MissingInputError
+from flakecore.files import open_append, open_stream
 from flakecore.jsonio import compact_line, load_object
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import Seed
@@ -29,8 +30,6 @@ _RESULTS = frozenset(r.value for r in AttemptResult)
 _WHITESPACE = frozenset(b" \t\r\n\x0b\x0c")
 #: An honest attempt line is ~60 bytes; a longer one is refused unread.
 MAX_LINE_BYTES = 4096
-#: How a writer that holds no descriptor opens its log again for each line.
-_REOPEN = os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
 
 
 def append_line(fd: int, line: bytes, path: str | os.PathLike[str]) -> None:
@@ -83,11 +82,12 @@ class AttemptWriter:
     Each line is one ``O_APPEND`` write, flushed and fsynced before
     :meth:`append` returns, so a crash leaves at most one truncated last line
     (which the reducer refuses) and never a reordered one.  The file is
-    created exclusively: a second writer on the same file is an error.
+    created exclusively and never through a symlink: a second writer on the
+    same file, or any existing name, is ``FileExistsError``.
 
     With ``hold=False`` no descriptor is held between lines: each
-    :meth:`append` opens the file again (append-only, never following a
-    symlink), for a process that writes one log per test and would
+    :meth:`append` opens the file again (append-only, a regular file, never
+    through a symlink), for a process that writes one log per test and would
     otherwise run out of descriptors (the pytest plugin).
     """
 
@@ -99,7 +99,7 @@ class AttemptWriter:
         self._n = 0
         self._hold = hold
         self._closed = False
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        self._fd = open_append(self.path, new=True)
         if not hold:
             os.close(self._fd)
             self._fd = -1
@@ -110,7 +110,7 @@ class AttemptWriter:
             raise ValueError(f"{self.path}: the attempt log is closed")
         self._n += 1
         line = compact_line({"seed": self.seed, "n": self._n, "result": result.value})
-        fd = self._fd if self._hold else os.open(self.path, _REOPEN)
+        fd = self._fd if self._hold else open_append(self.path, new=False)
         try:
             append_line(fd, line, self.path)
         finally:
@@ -193,8 +193,10 @@ def reduce_logs(
     Each file is checked on its own (numbered from 1) and the counts are
     summed; every file must carry the same seed.  The reducer only counts:
     whether the count is within the attempt cap is ``admit``'s question.
-    Unreadable files raise :class:`~flakecore.errors.InputError`; everything
-    else wrong is an ``INCOMPLETE`` summary.
+    Files are opened through :mod:`flakecore.files`: a missing one raises
+    :class:`~flakecore.errors.MissingInputError`, a FIFO, device or escaping
+    symlink :class:`~flakecore.errors.UnusableInputError`; everything else
+    wrong is an ``INCOMPLETE`` summary.
     """
     names = tuple(os.fspath(p) for p in paths)
     attempts = misses = 0
@@ -217,7 +219,7 @@ def reduce_logs(
     limit = policy.max_log_lines
     for name in names:
         try:
-            with open(name, "rb") as fh:
+            with open_stream(name) as fh:
                 expected_n = 1
                 while raw := fh.readline(MAX_LINE_BYTES + 1):
                     number = expected_n
@@ -256,8 +258,6 @@ def reduce_logs(
                     return summary(LogStatus.INCOMPLETE, f"{name}: empty log")
         except _Refusal as refusal:
             return summary(LogStatus.INCOMPLETE, refusal.reason)
-        except FileNotFoundError:
-            raise InputError("no such file", source=name) from None
         except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror}", source=name) from None
+            raise MissingInputError(f"cannot read: {exc.strerror}", source=name) from None
     return summary(LogStatus.COMPLETE)

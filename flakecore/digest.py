@@ -10,12 +10,12 @@ import hashlib
 import os
 import re
 
+from flakecore.files import MAX_FILE_BYTES, iter_chunks
 from flakecore.jsonio import canonical_bytes, loads_strict
 
 __all__ = ["canonical_json_sha256", "file_sha256", "is_digest", "sha256_bytes"]
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")
-_CHUNK = 1 << 20
 
 
 def is_digest(value: object) -> bool:
@@ -28,12 +28,18 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    """sha256 of a file's raw bytes, read in chunks (bytes and order matter)."""
+def file_sha256(
+    path: str | os.PathLike[str], *, limit: int = MAX_FILE_BYTES, source: str | None = None
+) -> str:
+    """sha256 of a regular file's raw bytes, read in chunks (bytes and order matter).
+
+    Read through :mod:`flakecore.files`: a FIFO, a device or a symlink out of
+    its directory is an :class:`~flakecore.errors.InputError`, and so is a
+    file over ``limit`` bytes.  ``source`` names the file in errors.
+    """
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            h.update(chunk)
+    for chunk in iter_chunks(path, limit, source=source):
+        h.update(chunk)
     return h.hexdigest()
 
 

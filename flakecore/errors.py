@@ -15,6 +15,8 @@ __all__ = [
     "InputError",
     "LimitError",
     "MissingExtra",
+    "MissingInputError",
+    "UnusableInputError",
     "UsageError",
 ]
 
@@ -51,6 +53,22 @@ class InputError(FlakecoreError, ValueError):
             if self.column is not None:
                 where += f":{self.column}"
         return f"{where}: {_one_line(self.message)}"
+
+
+class MissingInputError(InputError):
+    """No file to read at that name: absent, a directory, a dangling symlink, no permission.
+
+    The CLI exits 66 for this type and 65 for every other :class:`InputError`:
+    the exit is decided by the type, never by the wording of the message.
+    """
+
+
+class UnusableInputError(InputError):
+    """Something is at that name, and it is refused unread.
+
+    A FIFO, a device, a socket, a kernel pseudo-file (``/proc``), or a
+    symlink that leads out of its own directory (see :mod:`flakecore.files`).
+    """
 
 
 class LimitError(InputError):

@@ -24,7 +24,6 @@ __all__ = [
     "compact_line",
     "load_object",
     "loads_strict",
-    "read_file",
 ]
 
 #: Packets and records are small; anything bigger is refused unread.
@@ -100,24 +99,6 @@ def _walk_strings(value: object) -> Iterator[str]:
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
-
-
-def read_file(path: str, size: int) -> bytes:
-    """At most ``size`` bytes of the file at ``path``.
-
-    Raises :class:`InputError` with ``no such file`` or ``cannot read: ...``:
-    the CLI's exit table tells a missing or unreadable file (66) from an
-    unusable one (65) by these words, so every reader words them alike.
-    """
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(size)
-    except FileNotFoundError:
-        raise InputError("no such file", source=path) from None
-    except IsADirectoryError:
-        raise InputError("cannot read: is a directory", source=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=path) from None
 
 
 def loads_strict(data: bytes, *, source: str = "<input>", line: int | None = None) -> object:

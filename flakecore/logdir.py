@@ -25,6 +25,7 @@ from pathlib import Path
 from flakecore.attempts import AttemptWriter, append_line
 from flakecore.codes import AttemptResult
 from flakecore.errors import InputError, UsageError
+from flakecore.files import open_append, open_stream
 from flakecore.jsonio import compact_line, load_object
 from flakecore.records import Seed
 from flakecore.testids import id_digest
@@ -38,8 +39,6 @@ _INDEX = re.compile(r"index\.([A-Za-z0-9_-]{1,64})\.jsonl")
 _LOG = re.compile(r"[0-9a-f]{64}\.([A-Za-z0-9_-]{1,64})\.jsonl")
 #: An index line names one test id (at most 64 Ki characters, each at most 6 bytes escaped).
 MAX_INDEX_LINE_BYTES = 6 * 65_536 + 64
-_OPEN_READ = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
 
 
 def _worker(worker: str) -> str:
@@ -78,7 +77,7 @@ class LogDirectory:
         self.seed = seed
         self._index_path = self.directory / index_name(worker)
         try:
-            self._index = os.open(self._index_path, _CREATE, 0o644)
+            self._index = open_append(self._index_path, new=True)
         except FileExistsError:
             raise UsageError(
                 f"{self._index_path} already exists: give each session an empty log directory"
@@ -107,13 +106,7 @@ class LogDirectory:
 def _read_index(path: Path, worker: str) -> dict[str, str]:
     """``{test_id: log name}`` of one index, refused unless every line is exactly as written."""
     source = str(path)
-    try:
-        fd = os.open(path, _OPEN_READ)
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=source) from None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise InputError("not a regular file", source=source)
+    with open_stream(path, source=source) as fh:
         logs: dict[str, str] = {}
         number = 0
         while raw := fh.readline(MAX_INDEX_LINE_BYTES + 1):

@@ -39,7 +39,8 @@ from flakecore.attestation import (
 )
 from flakecore.codes import TrustReason
 from flakecore.errors import InputError, MissingExtra, UsageError
-from flakecore.jsonio import loads_strict, read_file
+from flakecore.files import read_bytes
+from flakecore.jsonio import loads_strict
 from flakecore.trust import KEY_ID, TrustedKey, TrustVerdict, inside, refused
 
 __all__ = [
@@ -110,7 +111,7 @@ def _key_bytes(
                 f"{key_file}: the signing key is inside the scored checkout, where the patch "
                 "could have written it; CI keeps keys outside it (a secret, a file it creates)"
             )
-        return read_file(key_file, _MAX_KEY_BYTES + 1), key_file
+        return read_bytes(key_file, _MAX_KEY_BYTES), key_file
     assert key_env is not None
     text = os.environ.get(key_env, "")
     if not text.strip():

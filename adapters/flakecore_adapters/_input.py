@@ -11,7 +11,8 @@ import os
 import re
 from typing import BinaryIO
 
-from flakecore.errors import InputError, LimitError, UsageError
+from flakecore.errors import InputError, LimitError, MissingInputError, UsageError
+from flakecore.files import open_stream
 
 __all__ = ["CHUNK", "Reader", "check_prefix", "open_report", "sniff"]
 
@@ -109,7 +110,9 @@ class Reader:
         try:
             data = self._stream.read(size)
         except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror or exc}", source=self.source) from None
+            raise MissingInputError(
+                f"cannot read: {exc.strerror or exc}", source=self.source
+            ) from None
         if not isinstance(data, (bytes, bytearray)):
             raise UsageError("the report stream must be binary (opened with 'rb')")
         self.total += len(data)
@@ -124,15 +127,8 @@ def open_report(
     """``(stream, source name, we opened it)`` for a path or an open binary stream."""
     if isinstance(path_or_stream, (str, os.PathLike)):
         name = os.fspath(path_or_stream)
-        try:
-            stream: BinaryIO = open(name, "rb")  # noqa: SIM115 - closed by the caller
-        except FileNotFoundError:
-            raise InputError("no such file", source=source or name) from None
-        except IsADirectoryError:
-            raise InputError("is a directory", source=source or name) from None
-        except OSError as exc:
-            raise InputError(f"cannot open: {exc.strerror or exc}", source=source or name) from None
-        return stream, source or name, True
+        # Regular files only, no symlink out of its directory, never a blocking open.
+        return open_stream(name, source=source or name), source or name, True
     if not hasattr(path_or_stream, "read"):
         raise UsageError("iter_attempts needs a path or a binary stream")
     name = source or str(getattr(path_or_stream, "name", "<stream>"))

@@ -13,10 +13,10 @@ from typing import IO, Any, NoReturn
 
 import attrs
 
-from flakecore.errors import InputError, MissingExtra, UsageError
+from flakecore.errors import InputError, MissingExtra, MissingInputError, UsageError
 from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT, EXIT_OK
-from flakecore.gate.ledger import atomic_write_bytes
-from flakecore.jsonio import MAX_DOCUMENT_BYTES, compact_line, load_object, read_file
+from flakecore.files import read_bytes, write_atomic
+from flakecore.jsonio import MAX_DOCUMENT_BYTES, compact_line, load_object
 from flakecore.timeutil import parse_rfc3339
 
 __all__ = [
@@ -91,7 +91,7 @@ def write_record(path: str, data: bytes, *, make_dir: str | None = None) -> None
     try:
         if make_dir is not None:
             os.makedirs(make_dir, exist_ok=True)
-        atomic_write_bytes(path, data)
+        write_atomic(path, data)
     except OSError as exc:
         raise RecordWriteError(path, exc.strerror or str(exc)) from None
 
@@ -132,14 +132,13 @@ class Packet:
 
 
 def input_exit(error: InputError) -> int:
-    """66 for a file that is not there or not readable, 65 for one that is unusable."""
-    missing = error.message.startswith(("no such file", "cannot read"))
-    return EXIT_NOINPUT if missing else EXIT_DATAERR
+    """66 for a file that is not there or not readable, 65 for one that is unusable (by type)."""
+    return EXIT_NOINPUT if isinstance(error, MissingInputError) else EXIT_DATAERR
 
 
 def _read_file(path: str) -> Packet:
     try:
-        return Packet(path, load_object(read_file(path, MAX_DOCUMENT_BYTES + 1), source=path))
+        return Packet(path, load_object(read_bytes(path, MAX_DOCUMENT_BYTES), source=path))
     except InputError as exc:
         return Packet(path, None, exc)
 

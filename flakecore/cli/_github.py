@@ -20,6 +20,8 @@ from typing import Final
 
 import attrs
 
+from flakecore.files import open_append
+
 __all__ = [
     "SummaryRow",
     "annotation",
@@ -127,7 +129,7 @@ def append_step_summary(
     if not path:
         return None
     try:
-        with open(path, "a", encoding="utf-8", newline="\n") as fh:
+        with open(open_append(path, new=False), "a", encoding="utf-8", newline="\n") as fh:
             fh.write(summary_markdown(title, rows))
     except OSError as exc:
         return f"cannot append to ${_SUMMARY_ENV} ({path}): {exc.strerror}"

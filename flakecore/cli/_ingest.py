@@ -19,13 +19,12 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
 from typing import IO, Any, BinaryIO, cast
 
 from flakecore.cli._common import adapters, die
-from flakecore.errors import UsageError
-from flakecore.exits import EXIT_DATAERR, EXIT_OK, EXIT_USAGE
-from flakecore.gate.runtime import atomic_file
+from flakecore.errors import InputError, UsageError
+from flakecore.exits import EXIT_CANTCREAT, EXIT_DATAERR, EXIT_OK, EXIT_USAGE
+from flakecore.files import atomic_output, open_stream
 from flakecore.testids import closest_ids
 
 __all__ = ["register"]
@@ -43,7 +42,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ),
         epilog=(
             "exit: 0 every report read; 65 a report is unusable (malformed, hostile, over a "
-            "limit: nothing is written); 66 missing file; 64 usage; 70 adapters not installed"
+            "limit, not a regular file: nothing is written); 66 missing file; 64 usage; "
+            "70 adapters not installed; 73 --out cannot be written"
         ),
     )
     parser.add_argument("reports", nargs="+", metavar="FILE", help="report file, or - for stdin")
@@ -147,8 +147,8 @@ def _open(report: str) -> BinaryIO | None:
     if report == "-":
         return None
     try:
-        return open(report, "rb")  # closed by _write
-    except OSError:
+        return open_stream(report)  # closed by _write
+    except InputError:
         return None
 
 
@@ -193,8 +193,11 @@ def _run(args: argparse.Namespace) -> int:
         return _write_ids(args, out) if args.list_ids else _write(args, out, counts)
 
     if args.out is not None:
-        with atomic_file(Path(args.out)) as fh:
-            total = write(fh)
+        try:
+            with atomic_output(args.out) as fh:
+                total = write(fh)
+        except OSError as exc:
+            return die(f"{args.out}: cannot write: {exc.strerror or exc}", EXIT_CANTCREAT)
     else:
         with tempfile.TemporaryFile() as spool:
             total = write(spool)

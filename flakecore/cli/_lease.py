@@ -19,7 +19,7 @@ from flakecore.cli._common import flat, parse_now, warn, write_record
 from flakecore.cli._config import add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments
-from flakecore.errors import InputError, UsageError
+from flakecore.errors import InputError, MissingInputError, UsageError
 from flakecore.exits import EXIT_INVALID_RECORDS, EXIT_LEASE_REFUSED, EXIT_NOINPUT, EXIT_OK
 from flakecore.gate.config import GateConfig
 from flakecore.gate.ledger import (
@@ -285,14 +285,14 @@ def _check_target(
     patch_hash: str | None,
     oracle: str | None,
 ) -> list[RecordCheck]:
-    if os.path.isdir(target) or not os.path.exists(target):
+    if os.path.isdir(target) or not os.path.lexists(target):
         return check_directory(
             target, now=now, policy=config.policy, patch_hash=patch_hash, oracle_version=oracle
         )
     try:
         data = read_record(target)
     except InputError as exc:
-        if exc.message.startswith(("no such file", "cannot read")):
+        if isinstance(exc, MissingInputError):
             raise
         return [RecordCheck(path=target, kind="unknown", test_id=None, problems=(str(exc),))]
     return [

@@ -26,7 +26,8 @@ from flakecore.exits import (
     EXIT_SOFTWARE,
     VALIDATE_INVALID,
 )
-from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object, read_file
+from flakecore.files import read_bytes
+from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object
 
 __all__ = ["register"]
 
@@ -82,10 +83,9 @@ class _Unit:
 
 
 def _read(name: str) -> bytes:
-    if name == "-":
-        data = sys.stdin.buffer.read(MAX_DOCUMENT_BYTES + 1)
-    else:
-        data = read_file(name, MAX_DOCUMENT_BYTES + 1)
+    if name != "-":
+        return read_bytes(name, MAX_DOCUMENT_BYTES)
+    data = sys.stdin.buffer.read(MAX_DOCUMENT_BYTES + 1)
     if len(data) > MAX_DOCUMENT_BYTES:
         raise LimitError(f"larger than {MAX_DOCUMENT_BYTES} bytes", source=name)
     return data

@@ -31,7 +31,8 @@ import attrs
 from flakecore._fields import is_sha
 from flakecore.attestation import Untrusted, is_envelope, open_statement, parse_envelope
 from flakecore.codes import TrustReason
-from flakecore.errors import InputError, LimitError, UsageError
+from flakecore.errors import InputError, MissingInputError, UnusableInputError, UsageError
+from flakecore.files import read_bytes_at
 from flakecore.gate.worktree import read_object, repo_toplevel, tree_entry
 from flakecore.jsonio import MAX_DOCUMENT_BYTES, loads_strict
 from flakecore.signing import RecordProblems, verify_signed
@@ -40,7 +41,6 @@ from flakecore.trust import TrustedKey, TrustVerdict, refused
 __all__ = ["read_in_checkout", "read_trusted_record", "trusted_by_base"]
 
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 def _parts(path: str) -> list[str]:
@@ -60,7 +60,7 @@ def _parts(path: str) -> list[str]:
 def _refusal(dir_fd: int, name: str, where: str, exc: OSError) -> Exception:
     """Why ``name`` could not be opened without following a link: a refusal or an input error."""
     if isinstance(exc, FileNotFoundError):
-        return InputError("no such file", source=where)
+        return MissingInputError("no such file", source=where)
     if exc.errno in (errno.ELOOP, errno.ENOTDIR):
         try:
             mode = os.lstat(name, dir_fd=dir_fd).st_mode
@@ -69,42 +69,22 @@ def _refusal(dir_fd: int, name: str, where: str, exc: OSError) -> Exception:
         if stat.S_ISLNK(mode):
             return Untrusted(TrustReason.SYMLINK, f"{where} is a symbolic link: not the same path")
         return Untrusted(TrustReason.NOT_A_FILE, f"{where} is not a directory")
-    return InputError(f"cannot read: {exc.strerror}", source=where)
+    return MissingInputError(f"cannot read: {exc.strerror}", source=where)
 
 
 def _read_file(dir_fd: int, name: str, where: str, limit: int) -> bytes:
     try:
-        before = os.lstat(name, dir_fd=dir_fd)
-    except FileNotFoundError:
-        raise InputError("no such file", source=where) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=where) from None
-    if stat.S_ISLNK(before.st_mode):
+        mode: int | None = os.lstat(name, dir_fd=dir_fd).st_mode
+    except OSError:
+        mode = None  # the reader says why
+    if mode is not None and stat.S_ISLNK(mode):
         raise Untrusted(TrustReason.SYMLINK, f"{where} is a symbolic link: not the same path")
-    if not stat.S_ISREG(before.st_mode):
+    if mode is not None and not stat.S_ISREG(mode):
         raise Untrusted(TrustReason.NOT_A_FILE, f"{where} is not a regular file")
     try:
-        fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
-    except OSError as exc:
-        raise _refusal(dir_fd, name, where, exc) from None
-    try:
-        now = os.fstat(fd)
-        if (now.st_dev, now.st_ino) != (before.st_dev, before.st_ino) or not stat.S_ISREG(
-            now.st_mode
-        ):
-            raise Untrusted(TrustReason.NOT_A_FILE, f"{where} was replaced while being opened")
-        if now.st_size > limit:
-            raise LimitError(f"larger than {limit} bytes", source=where)
-        chunks: list[bytes] = []
-        size = 0
-        while chunk := os.read(fd, min(1 << 20, limit + 1 - size)):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:
-                raise LimitError(f"larger than {limit} bytes", source=where)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+        return read_bytes_at(dir_fd, name, limit, source=where)
+    except UnusableInputError as exc:  # swapped while being opened
+        raise Untrusted(TrustReason.NOT_A_FILE, f"{where}: {exc.message}") from None
 
 
 def read_in_checkout(top: Path, path: str, *, limit: int = MAX_DOCUMENT_BYTES) -> bytes:

@@ -43,7 +43,7 @@ import attrs
 
 from flakecore.digest import canonical_json_sha256
 from flakecore.errors import InputError, UsageError
-from flakecore.jsonio import read_file
+from flakecore.files import read_bytes
 from flakecore.policy import DEFAULT_POLICY, Policy, PolicySource
 from flakecore.trust import TrustedKey
 
@@ -52,6 +52,7 @@ __all__ = [
     "DEFAULT_FIXTURE_GLOBS",
     "DEFAULT_LEASE_DIR",
     "DEFAULT_LEDGER_DIR",
+    "MAX_CONFIG_BYTES",
     "POLICY_KEYS",
     "TRIAGE_POLICIES",
     "GateConfig",
@@ -113,6 +114,8 @@ _TOOL_HEADER = re.compile(rb'^[ \t]*\[[ \t]*"?tool"?[ \t]*\]', re.MULTILINE)
 #: At most 16 digits: every value within +-(2**53 - 1) fits, and ``int()`` never
 #: meets a 5,000-digit string (its own limit raises a bare ValueError).
 _INT = re.compile(r"-?[0-9]{1,16}")
+#: A pyproject.toml larger than this is refused, not cut short.
+MAX_CONFIG_BYTES: Final = 1 << 20
 _FLAKECORE_KEY = re.compile(rb'^[ \t]*"?flakecore"?[ \t]*[.=]', re.MULTILINE)
 
 
@@ -214,12 +217,14 @@ def find_pyproject(start: str = ".") -> str | None:
     """The nearest ``pyproject.toml`` from ``start`` upwards, stopping at the repository root.
 
     The repository root is the first directory holding ``.git``; without
-    one the search goes on to the filesystem root.
+    one the search goes on to the filesystem root.  Any entry of that name
+    counts (a FIFO or an escaping symlink is then refused by the reader, not
+    skipped in favour of a parent's file).
     """
     here = os.path.abspath(start)
     while True:
         candidate = os.path.join(here, "pyproject.toml")
-        if os.path.isfile(candidate):
+        if os.path.lexists(candidate):
             return candidate
         if os.path.exists(os.path.join(here, ".git")):
             return None
@@ -449,7 +454,7 @@ def load_config(path: str | None = None, *, start: str = ".") -> GateConfig:
     found = path if explicit else find_pyproject(start)
     if found is None:
         return GateConfig(root=os.path.abspath(start) if start != "." else ".")
-    data = read_file(found, 1 << 20)
+    data = read_bytes(found, MAX_CONFIG_BYTES)
     root = os.path.dirname(os.path.abspath(found))
     document = parse_toml(data, source=found)
     if document is None:

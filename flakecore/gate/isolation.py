@@ -30,7 +30,6 @@ import ast
 import os
 import re
 import shutil
-import stat
 import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -38,8 +37,9 @@ from pathlib import Path
 import attrs
 
 from flakecore.errors import InputError
+from flakecore.files import open_stream, read_bytes
 from flakecore.gate.runtime import run_command
-from flakecore.jsonio import load_object, read_file
+from flakecore.jsonio import load_object
 from flakecore.trust import inside
 
 __all__ = [
@@ -101,14 +101,24 @@ def _flags(args: Sequence[str]) -> frozenset[str]:
     return frozenset(flags)
 
 
-def _shebang(path: str) -> list[str] | None:
+def _head(path: str, size: int) -> bytes | None:
+    """At most the first ``size`` bytes of the file ``path`` resolves to; None if not a file.
+
+    The environment's own links are followed (``realpath``), then the file is
+    opened through :mod:`flakecore.files`: a regular file only, never blocking.
+    """
     try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        first = read_file(path, 256).split(b"\n", 1)[0]
+        with open_stream(os.path.realpath(path), source=path) as fh:
+            return fh.read(size)
     except (OSError, InputError):
         return None
+
+
+def _shebang(path: str) -> list[str] | None:
+    head = _head(path, 256)
+    if head is None:
+        return None
+    first = head.split(b"\n", 1)[0]
     if not first.startswith(b"#!"):
         return None
     return first[2:].decode("utf-8", "replace").split()
@@ -136,20 +146,8 @@ def command_interpreter(
     return None
 
 
-def _regular(path: str) -> bool:
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False
-
-
 def _read(path: str) -> bytes | None:
-    if not _regular(path):
-        return None
-    try:
-        return read_file(path, MAX_FILE)
-    except InputError:
-        return None
+    return _head(path, MAX_FILE)
 
 
 def _literal_paths(tree: ast.AST) -> Iterator[tuple[str | None, str]]:
@@ -298,7 +296,7 @@ def _probe(
     if run.returncode != 0:
         raise IsolationError(f"probing {interpreter.path} failed: {run.describe()}")
     try:
-        return load_object(read_file(str(out), MAX_FILE), source=str(out))
+        return load_object(read_bytes(out, MAX_FILE), source=str(out))
     except InputError as exc:
         raise IsolationError(f"probing {interpreter.path}: {exc}") from None
 

@@ -2,8 +2,9 @@
 
 One file per test id, named by the sha256 of the test id (``<64 hex>.json``):
 a test id is untrusted text (``../../etc``, NUL, a thousand characters), so
-it never becomes a path.  Files are replaced atomically (temporary file,
-fsync, rename), so a reader sees the old record or the new one, never half.
+it never becomes a path.  Files are read and replaced through
+:mod:`flakecore.files` (regular files only, bounded; atomic writes through a
+random temporary file), so a reader sees the old record or the new one, never half.
 
 The ledger follows SPEC 3.3: a ``FLAKE_CANDIDATE`` writes the row for its
 test id (replacing the previous one: only a new observation carries
@@ -22,7 +23,6 @@ import datetime as dt
 import json
 import os
 import re
-import secrets
 from collections.abc import Mapping
 from typing import Final
 
@@ -32,10 +32,11 @@ from flakecore._fields import MISSING, is_nonblank
 from flakecore.budget import BudgetDecision, budget, budget_verdict, ledger_row
 from flakecore.codes import BudgetCode, DecideCode
 from flakecore.decide import decide
-from flakecore.errors import InputError
+from flakecore.errors import InputError, MissingInputError
+from flakecore.files import read_bytes, write_atomic
 from flakecore.gate.seedrun import BUDGET_RUN_FORMAT, observation_packet
 from flakecore.gate.vote import DECIDE_PACKET_FORMAT
-from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object, read_file
+from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object
 from flakecore.lease import LEASE_FORMAT, format_version_ok, lease_problems
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.testids import id_digest
@@ -47,7 +48,6 @@ __all__ = [
     "LedgerAction",
     "RecordCheck",
     "apply_budget",
-    "atomic_write_bytes",
     "check_directory",
     "check_record",
     "read_record",
@@ -95,45 +95,9 @@ def utc_today(now: dt.datetime) -> dt.date:
         return dt.date.max if offset is not None and offset < dt.timedelta(0) else dt.date.min
 
 
-def atomic_write_bytes(path: str, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so a reader sees the old file or the new, never half.
-
-    The temporary file is created exclusively next to the target (a
-    dot-file, which the checker skips), fsynced, renamed over the target,
-    and the directory is fsynced so the rename survives a crash.
-    """
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(directory)
-
-
-def _fsync_dir(directory: str) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
-
-
 def read_record(path: str) -> dict[str, object]:
     """One stored record, through the strict JSON reader; :class:`InputError` when unusable."""
-    return load_object(read_file(path, MAX_DOCUMENT_BYTES + 1), source=path)
+    return load_object(read_bytes(path, MAX_DOCUMENT_BYTES), source=path)
 
 
 def _parse_date(value: object) -> dt.date | None:
@@ -321,11 +285,11 @@ def check_directory(
     try:
         names = sorted(os.listdir(directory))
     except FileNotFoundError:
-        raise InputError("no such file or directory", source=directory) from None
+        raise MissingInputError("no such file or directory", source=directory) from None
     except NotADirectoryError:
-        raise InputError("cannot read: not a directory", source=directory) from None
+        raise MissingInputError("cannot read: not a directory", source=directory) from None
     except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=directory) from None
+        raise MissingInputError(f"cannot read: {exc.strerror}", source=directory) from None
     checks: list[RecordCheck] = []
     for name in names:
         if name.startswith("."):
@@ -451,7 +415,7 @@ def apply_budget(
         os.makedirs(directory, exist_ok=True)
         path = os.path.join(directory, record_file_name(test_id))
         replaced = os.path.lexists(path)
-        atomic_write_bytes(path, record_bytes(row))
+        write_atomic(path, record_bytes(row))
         return LedgerAction(
             decision=decision,
             action="wrote",

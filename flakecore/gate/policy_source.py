@@ -24,8 +24,10 @@ import attrs
 from flakecore.attestation import Untrusted
 from flakecore.digest import canonical_json_sha256
 from flakecore.errors import InputError, LimitError, UsageError
+from flakecore.files import read_bytes
 from flakecore.gate.basetrust import read_in_checkout
 from flakecore.gate.config import (
+    MAX_CONFIG_BYTES,
     GateConfig,
     flakecore_table,
     mentions_flakecore,
@@ -34,7 +36,6 @@ from flakecore.gate.config import (
     parse_toml,
 )
 from flakecore.gate.worktree import read_object, repo_toplevel, resolve_commit, tree_entry
-from flakecore.jsonio import read_file
 from flakecore.policy import EMPTY_TABLE_SHA256
 from flakecore.trust import inside
 
@@ -48,7 +49,6 @@ __all__ = [
 
 #: Where the table lives, relative to the repository top, unless CI says otherwise.
 PYPROJECT: Final = "pyproject.toml"
-_MAX_CONFIG_BYTES: Final = 1 << 20
 
 
 def _relative(path: str) -> str:
@@ -81,8 +81,8 @@ def load_trusted_config(repo: Path, base: str, *, path: str = PYPROJECT) -> Gate
         raise InputError(
             f"{kind} in base: the policy is read only from a regular file", source=where
         )
-    if entry.size is not None and entry.size > _MAX_CONFIG_BYTES:
-        raise LimitError(f"larger than {_MAX_CONFIG_BYTES} bytes", source=where)
+    if entry.size is not None and entry.size > MAX_CONFIG_BYTES:
+        raise LimitError(f"larger than {MAX_CONFIG_BYTES} bytes", source=where)
     data = read_object(top, entry.oid)
     document = parse_toml(data, source=where)
     if document is None:
@@ -106,9 +106,7 @@ def load_outside_config(path: str, *, checkout: str | os.PathLike[str]) -> GateC
             "have written it; use the base revision or a file outside the checkout"
         )
     found = os.path.abspath(path)
-    data = read_file(found, _MAX_CONFIG_BYTES + 1)
-    if len(data) > _MAX_CONFIG_BYTES:
-        raise LimitError(f"larger than {_MAX_CONFIG_BYTES} bytes", source=found)
+    data = read_bytes(found, MAX_CONFIG_BYTES)
     document = parse_toml(data, source=found)
     if document is None:
         raise needs_toml_parser(found)
@@ -120,7 +118,7 @@ def _scored_sha256(top: Path, name: str) -> str | None:
     if not os.path.lexists(top / name):
         return EMPTY_TABLE_SHA256  # no file: no table, the defaults
     try:
-        data = read_in_checkout(top, name, limit=_MAX_CONFIG_BYTES)
+        data = read_in_checkout(top, name, limit=MAX_CONFIG_BYTES)
         document = parse_toml(data, source=name)
     except (InputError, Untrusted):
         return None  # unreadable, not TOML, a link or a submodule: not the file base reviewed

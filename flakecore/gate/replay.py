@@ -40,14 +40,14 @@ from flakecore.admit import AdmitDecision, admit, admit_verdict, freeze_record
 from flakecore.attempts import AttemptWriter, LogSummary, reduce_logs
 from flakecore.codes import AdmitCode, AttemptResult, Outcome
 from flakecore.digest import file_sha256, is_digest
-from flakecore.errors import FlakecoreError, InputError, UsageError
+from flakecore.errors import FlakecoreError, InputError, MissingInputError, UsageError
 from flakecore.evidence import Attempt, blocking_flags
+from flakecore.files import write_atomic
 from flakecore.gate.isolation import IsolationError, find_leaks
 from flakecore.gate.isolation import describe as describe_leaks
 from flakecore.gate.runtime import (
     WEAK_CONTAINMENT,
     CommandRun,
-    atomic_write,
     child_env,
     remove_file,
     run_command,
@@ -337,21 +337,18 @@ def _repo_path(top: Path, checkout: Path, path: Path, flag: str) -> str:
     absolute = path if path.is_absolute() else checkout / path
     resolved = Path(os.path.realpath(absolute.parent)) / absolute.name
     try:
-        rel = resolved.relative_to(top)
+        return resolved.relative_to(top).as_posix()
     except ValueError:
         raise UsageError(f"replay: {flag} {path} is outside the repository {top}") from None
-    if not resolved.is_file():
-        raise InputError("no such file", source=str(path))
-    return rel.as_posix()
 
 
 def _observe(path: Path, what: str) -> str:
     try:
         return file_sha256(path)
-    except FileNotFoundError:
+    except MissingInputError:
         raise _Refuse(f"{what} is missing") from None
-    except OSError as exc:
-        raise _Refuse(f"{what} cannot be read: {exc.strerror}") from None
+    except InputError as exc:
+        raise _Refuse(f"{what} cannot be read: {exc.message}") from None
 
 
 def _reported(head: Sequence[str], base: Sequence[str]) -> tuple[str, str]:
@@ -445,13 +442,17 @@ class _Replay:
             return self.outcome(_decision(policy, AdmitCode.REJECT_INCOMPLETE, str(exc)))
         prop_rel = _repo_path(top, checkout, request.property_file, "--property-file")
         lock_rel = _repo_path(top, checkout, request.epoch_lock, "--epoch-lock")
+        # 1. The claim, hashed on the scored tree before anything runs or is written;
+        # a file that cannot be read here is the caller's input error (InputError).
+        head_files = {"property": top / prop_rel, "epoch_lock": top / lock_rel}
+        sources = {"property": request.property_file, "epoch_lock": request.epoch_lock}
+        self.digests = {
+            f"head_{k}": [file_sha256(p, source=str(sources[k]))] for k, p in head_files.items()
+        }
         writer = AttemptWriter(request.log, request.pinned) if request.log is not None else None
         tree: DetachedWorktree | None = None
         try:
-            # 1. The claim, hashed on the scored tree before anything runs.
             self.head_sha = head_commit(top)
-            head_files = {"property": top / prop_rel, "epoch_lock": top / lock_rel}
-            self.digests = {f"head_{k}": [_observe(p, f"{k} file")] for k, p in head_files.items()}
             if not is_digest(request.claimed_epoch):
                 raise _Refuse("claimed epoch is not a sha256 digest (64 lowercase hex)")
             patch_misses = self.patch_misses()
@@ -588,7 +589,7 @@ class _Replay:
         record = freeze_record(packet, policy=policy)
         if record is not None and out is not None:
             body = json.dumps(record, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
-            atomic_write(out, body.encode("ascii"))
+            write_atomic(out, body.encode("ascii"))
         return self.outcome(decision, packet, record)
 
 

@@ -1,4 +1,4 @@
-"""Running one command under test, contained; signals as exceptions; atomic writes.
+"""Running one command under test, contained; signals as exceptions.
 
 Both gate procedures (the base replay and the seed-budget run) start the
 command under test the same way, and both must leave nothing behind when they
@@ -30,7 +30,6 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import BinaryIO
 
 import attrs
 
@@ -41,8 +40,6 @@ __all__ = [
     "CommandRun",
     "Terminated",
     "adopt_orphans",
-    "atomic_file",
-    "atomic_write",
     "child_env",
     "remove_file",
     "run_command",
@@ -396,28 +393,3 @@ def remove_file(path: Path) -> None:
     """Delete ``path`` if it is there (a stale record must never be inherited)."""
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
-
-
-@contextlib.contextmanager
-def atomic_file(path: Path) -> Iterator[BinaryIO]:
-    """A file readers see whole or not at all: written beside ``path``, renamed on success.
-
-    On any exception (or Ctrl-C) the temporary file is removed and ``path``
-    keeps its old content.
-    """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        remove_file(tmp)
-        raise
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (see :func:`atomic_file`)."""
-    with atomic_file(path) as fh:
-        fh.write(data)

@@ -33,11 +33,11 @@ from flakecore.budget import BudgetDecision, budget, budget_verdict
 from flakecore.codes import AttemptResult, BudgetCode
 from flakecore.digest import canonical_json_sha256, sha256_bytes
 from flakecore.errors import InputError, UsageError
+from flakecore.files import MAX_FILE_BYTES, read_bytes, write_atomic
 from flakecore.gate.replay import DEFAULT_MISS_EXIT_CODES
 from flakecore.gate.runtime import (
     WEAK_CONTAINMENT,
     CommandRun,
-    atomic_write,
     child_env,
     remove_file,
     run_command,
@@ -196,6 +196,14 @@ def _seed_result(run: CommandRun, miss_codes: frozenset[int]) -> AttemptResult:
     return AttemptResult.ERROR
 
 
+def _rewritten(copy: Path, original: bytes) -> bool:
+    """Whether the property command changed (or replaced, or removed) its fixture copy."""
+    try:
+        return read_bytes(copy, len(original)) != original
+    except InputError:
+        return True
+
+
 class _Uncontained(Exception):
     """A run left a process that could not be ended: nothing it touched can be recorded."""
 
@@ -226,12 +234,7 @@ class _BudgetRun:
         request, policy = self.request, self.policy
         checkout = Path(os.path.abspath(request.checkout))
         fixture = request.fixture if request.fixture.is_absolute() else checkout / request.fixture
-        try:
-            head_bytes = fixture.read_bytes()
-        except FileNotFoundError:
-            raise InputError("no such file", source=str(request.fixture)) from None
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror}", source=str(request.fixture)) from None
+        head_bytes = read_bytes(fixture, MAX_FILE_BYTES, source=str(request.fixture))
         try:
             top = repo_toplevel(checkout)
             base_sha = resolve_commit(top, request.base)
@@ -274,9 +277,9 @@ class _BudgetRun:
         head = record["head"]
         assert isinstance(head, dict)
         try:
-            after, _ = fixture_digest(fixture.read_bytes())
-        except OSError:
-            self.notes.append("the head fixture could not be read after the run")
+            after, _ = fixture_digest(read_bytes(fixture, MAX_FILE_BYTES))
+        except InputError as exc:
+            self.notes.append(f"the head fixture could not be read after the run: {exc.message}")
             head["digest_after_run"] = None
             passes = None
         else:
@@ -295,7 +298,7 @@ class _BudgetRun:
         ).to_json()
         record["packet"] = packet
         body = json.dumps(record, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
-        atomic_write(out, body.encode("ascii"))
+        write_atomic(out, body.encode("ascii"))
         decision = budget(packet, policy=policy)
         if self.notes:
             decision = attrs.evolve(decision, reasons=(*self.notes, *decision.reasons))
@@ -333,11 +336,11 @@ class _BudgetRun:
         suffix = Path(parent_path).suffix
         with tempfile.TemporaryDirectory(prefix="flakecore-parent-") as scratch:
             copy = Path(scratch) / f"parent-fixture{suffix}"
-            copy.write_bytes(parent_bytes)
+            write_atomic(copy, parent_bytes)
             copy.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
             argv = substitute(request.property_command, fixture=str(copy))
             run = self.execute(argv, top, {"FLAKECORE_FIXTURE": str(copy)})
-            rewritten = not copy.is_file() or copy.read_bytes() != parent_bytes
+            rewritten = _rewritten(copy, parent_bytes)
         holds: bool | None
         if run.start_error is not None or run.timed_out or run.returncode is None:
             holds = None

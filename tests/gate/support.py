@@ -132,6 +132,8 @@ def cli(
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     unset: Sequence[str] = ("GITHUB_STEP_SUMMARY", "FLAKECORE_IMAGE_DIGEST"),
+    stdin: int = subprocess.DEVNULL,
+    timeout: float | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``python -m flakecore ARGS`` as a pipeline runs it."""
     environ = {k: v for k, v in os.environ.items() if k not in unset}
@@ -143,5 +145,6 @@ def cli(
         check=False,
         cwd=cwd,
         env=environ,
-        stdin=subprocess.DEVNULL,
+        stdin=stdin,
+        timeout=timeout,
     )
