@@ -53,9 +53,10 @@ from flakecore.decision import Decision
 from flakecore.digest import sha256_bytes
 from flakecore.errors import FlakecoreError, InputError, UsageError
 from flakecore.evidence import Attempt, blocking_flags
+from flakecore.files import open_append, write_atomic
 from flakecore.gate.config import GateConfig, TriageConfig
 from flakecore.gate.replay import Judge, ReplayOutcome, ReplayRequest, run_replay
-from flakecore.gate.runtime import Terminated, atomic_write, stop_all, substitute
+from flakecore.gate.runtime import Terminated, stop_all, substitute
 from flakecore.gate.seedrun import BudgetRunOutcome, BudgetRunRequest, run_budget
 from flakecore.gate.worktree import GitError, read_blob, repo_toplevel
 from flakecore.policy import Policy
@@ -385,7 +386,7 @@ class _Run:
         if self.request.signer is not None:
             envelope = sign_record(record, kind=sign, signer=self.request.signer, test_id=test_id)
             signed = self.path(test_id, f"{kind}.signed.json")
-            atomic_write(signed, _json_bytes(envelope))
+            write_atomic(signed, _json_bytes(envelope))
             records[f"{kind}-signed"] = str(signed)
 
     def replay(self, test: RedTest, output: int) -> ReplayOutcome:
@@ -453,7 +454,7 @@ class _Run:
             )
         output_path = self.path(test.test_id, "output.txt")
         records["output"] = str(output_path)
-        fd = os.open(output_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        fd = open_append(output_path, new=True)
         try:
             try:
                 replayed = self.replay(test, fd)
@@ -498,7 +499,7 @@ class _Run:
         if refusal is None:
             verdict, code = TriageVerdict.ACCEPT_PREEXISTING, admitted.code.value
             if budgeted is not None and (proposal := lease_proposal(budgeted, self.request.terms)):
-                atomic_write(self.path(test.test_id, "lease-proposal.json"), _json_bytes(proposal))
+                write_atomic(self.path(test.test_id, "lease-proposal.json"), _json_bytes(proposal))
                 self.keep(test.test_id, "lease-proposal", proposal, "classify-report", records)
             else:
                 reasons.append(
