@@ -452,6 +452,14 @@ class _Run:
                 TriageVerdict.REJECT_INCOMPLETE,
                 f"the epoch lock {lock} is not in the base commit: no fixture epoch to pin",
             )
+        source = _source_file(test.test_id)
+        if source is None or not (self.top / source).is_file():
+            return _refused(
+                test,
+                TriageVerdict.REJECT_INCOMPLETE,
+                f"not a pytest node id of a file in this repository: {source!r} is not a file "
+                "of the scored checkout (node ids are relative to the repository top)",
+            )
         output_path = self.path(test.test_id, "output.txt")
         records["output"] = str(output_path)
         fd = open_append(output_path, new=True)
