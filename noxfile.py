@@ -100,7 +100,7 @@ def schemas(session: nox.Session) -> None:
 
 @nox.session
 def demo(session: nox.Session) -> None:
-    """The main job: the four policies, then replay and budget-run on a throwaway git repo."""
+    """The main job: the four policies, then docs/tutorial.md (a red CI run triaged to a merge)."""
     install_wheel(session)
     session.install("pytest>=8")  # the demo repository's property runs under real pytest
     session.run("python", "examples/e2e_demo.py")

@@ -11,8 +11,10 @@ records outside the checkout) each have their honest twin here too.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -271,3 +273,26 @@ def test_a_base_without_a_triage_table_is_a_usage_error(tmp_path: Path) -> None:
                          str(tmp_path / "out"))  # fmt: skip
     assert run.returncode == 64
     assert "has no [tool.flakecore.triage] table" in run.stderr
+
+
+def test_a_stop_signal_ends_every_replay_and_removes_every_worktree(tmp_path: Path) -> None:
+    repo = make_suite(tmp_path, table=pyproject(policies=("replay",)))
+    logs, _ = repo.ci_run()
+    out = tmp_path / "out"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "flakecore", "triage", "--base", "main", "--log-dir", str(logs),
+         "--out-dir", str(out), "--jobs", "2"],
+        cwd=repo.path, env=repo.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    # Both replays are under way once each attempt log holds a line (5 attempts each).
+    while (
+        run.poll() is None
+        and sum(bool(p.read_bytes()) for p in out.glob("*.replay-attempts.jsonl")) < 2
+    ):
+        time.sleep(0.05)
+    run.send_signal(signal.SIGTERM)
+    _, stderr = run.communicate(timeout=120)
+    assert run.returncode == 128 + signal.SIGTERM, stderr
+    assert stderr.strip().splitlines()[-1].endswith("(worktrees removed)")
+    assert repo.run("git", "worktree", "list").stdout.count("\n") == 1
+    assert list(repo.tmp.iterdir()) == []
