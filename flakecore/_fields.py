@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from flakecore.digest import is_digest
-
 __all__ = [
     "FORMAT_KEYS",
     "MAX_SAFE_INTEGER",
@@ -22,7 +20,6 @@ __all__ = [
     "is_nonblank",
     "is_number",
     "is_seed",
-    "is_sha",
     "is_v1",
     "unknown_keys",
 ]
@@ -40,7 +37,7 @@ MISSING: Final = _Missing()
 #: Keys every packet may carry to name its format.
 FORMAT_KEYS: Final = ("format", "format_version")
 
-#: Numbers in records stay within +-(2**53 - 1) (SPEC 8): beyond it a JavaScript
+#: Numbers in records stay within +-(2**53 - 1) (docs/trust.md): beyond it a JavaScript
 #: reader (every JSON consumer that reads numbers as doubles) sees another value,
 #: so ``2**53`` and ``2**53 + 1`` would be two seeds here and one seed there.
 #: Larger seeds are strings.
@@ -81,13 +78,6 @@ def is_nonblank(value: object) -> bool:
 def is_seed(value: object) -> bool:
     """A seed is a JSON string or integer (within +-(2**53 - 1)), compared by value *and* type."""
     return isinstance(value, str) or is_int(value)
-
-
-def is_sha(value: object) -> bool:
-    """A full git object id: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits."""
-    return isinstance(value, str) and (
-        is_digest(value) or (len(value) == 40 and all(c in "0123456789abcdef" for c in value))
-    )
 
 
 def unknown_keys(packet: Mapping[str, object], allowed: Iterable[str]) -> list[str]:

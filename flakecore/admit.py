@@ -1,4 +1,4 @@
-"""``admit``: freeze only if the unmodified base commit already missed (SPEC 3.1)."""
+"""``admit``: freeze only if the unmodified base commit already missed (docs/policies.md)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,11 @@ from flakecore._fields import (
     is_int,
     is_nonblank,
     is_seed,
-    is_sha,
     unknown_keys,
 )
 from flakecore.codes import AdmitCode, PolicyName
 from flakecore.decision import Decision
-from flakecore.digest import is_digest
+from flakecore.digest import is_commit_id, is_digest
 from flakecore.exits import ADMIT_EXIT
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import ADMIT_FIELDS, AdmitEvidence
@@ -54,7 +53,7 @@ def _incomplete_reasons(packet: Mapping[str, object]) -> list[str]:
             reasons.append(f"{name} is missing")
         elif not is_digest(value):
             reasons.append(f"{name} must be a sha256 digest (64 lowercase hex); a name is not one")
-    optional = {"property_id": is_nonblank, "seed": is_seed, "base_sha": is_sha}
+    optional = {"property_id": is_nonblank, "seed": is_seed, "base_sha": is_commit_id}
     for name, ok in optional.items():
         value = packet.get(name, MISSING)
         if value is not MISSING and not ok(value):

@@ -1,4 +1,4 @@
-"""Append-only attempt logs and their strict reducer (SPEC 2).
+"""Append-only attempt logs and their strict reducer (README.md, evidence primitives).
 
 A log is never rewritten: a rewrite can drop a pass and keep a miss, which
 manufactures an acceptance.  So the writer only appends whole lines, and the
@@ -16,6 +16,7 @@ from pathlib import Path
 import attrs
 
 from flakecore._fields import is_int, is_seed
+from flakecore._wording import plural
 from flakecore.codes import AttemptResult, LogStatus
 from flakecore.errors import InputError, MissingInputError
 from flakecore.files import open_append, open_stream
@@ -230,7 +231,8 @@ def reduce_logs(
                         )
                     if attempts >= limit:
                         return summary(
-                            LogStatus.INCOMPLETE, f"{name}: more than {limit} lines (policy limit)"
+                            LogStatus.INCOMPLETE,
+                            f"{name}: more than {plural(limit, 'line')} (policy limit)",
                         )
                     if not raw.endswith(b"\n"):
                         return summary(

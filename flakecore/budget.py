@@ -1,4 +1,4 @@
-"""``budget``: a fixed seed budget with five codes and no soft bypass (SPEC 3.3)."""
+"""``budget``: a fixed seed budget with five codes and no soft bypass (docs/policies.md)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from flakecore._fields import (
     is_count,
     is_nonblank,
     is_seed,
-    is_sha,
     unknown_keys,
 )
+from flakecore._wording import plural
 from flakecore.codes import BudgetCode, PolicyName
 from flakecore.decision import Decision
-from flakecore.digest import is_digest
+from flakecore.digest import is_commit_id, is_digest
 from flakecore.errors import UsageError
 from flakecore.exits import BUDGET_EXIT
 from flakecore.policy import DEFAULT_POLICY, Policy
@@ -50,7 +50,7 @@ def _malformed(packet: Mapping[str, object]) -> list[str]:
     if not is_count(packet.get("budget", MISSING)):
         reasons.append("budget must be an integer in 0..2^53-1")
     opened = packet.get("opened_against", MISSING)
-    if opened is not MISSING and not is_sha(opened):
+    if opened is not MISSING and not is_commit_id(opened):
         reasons.append("opened_against must be a full commit id")
     return reasons
 
@@ -65,13 +65,15 @@ def _budget_problems(seeds: Sequence[object], passes: object, n: int, minimum: i
     if n < minimum:
         problems.append(f"budget {n} is below the minimum of {minimum}")
     if len(seeds) != n:
-        problems.append(f"{len(seeds)} committed seeds for a budget of {n}")
+        problems.append(f"{plural(len(seeds), 'committed seed')} for a budget of {n}")
     if len({_seed_key(s) for s in seeds}) != len(seeds):
         problems.append("a committed seed repeats")
     if passes is None:
         problems.append("the seed runs never started")
     elif isinstance(passes, int) and passes > n:
-        problems.append(f"{passes} passes out of {n} runs is impossible")
+        problems.append(
+            f"{plural(passes, 'pass', 'passes')} out of {plural(n, 'run')} is impossible"
+        )
     return problems
 
 
@@ -117,10 +119,12 @@ def budget(
         return verdict(BudgetCode.INSUFFICIENT_BUDGET, *problems)
     assert isinstance(passes, int)
     if passes == 0:
-        return verdict(BudgetCode.STABLE_FAIL, f"0 of {n} seeds passed: the miss is stable")
+        return verdict(
+            BudgetCode.STABLE_FAIL, f"0 of {plural(n, 'seed')} passed: the miss is stable"
+        )
     if passes == n:
-        return verdict(BudgetCode.STABLE_PASS, f"{n} of {n} seeds passed: no freeze row")
-    return verdict(BudgetCode.FLAKE_CANDIDATE, f"{passes} of {n} seeds passed")
+        return verdict(BudgetCode.STABLE_PASS, f"{n} of {plural(n, 'seed')} passed: no freeze row")
+    return verdict(BudgetCode.FLAKE_CANDIDATE, f"{passes} of {plural(n, 'seed')} passed")
 
 
 def ledger_row(

@@ -1,4 +1,7 @@
-"""``classify``: one exit class per failing run, and whether its lease may open (SPEC 3.4)."""
+"""``classify``: one exit class per failing run, and whether its lease may open.
+
+The table, in order, is in docs/policies.md.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from flakecore._fields import (
     is_number,
     unknown_keys,
 )
+from flakecore._wording import plural
 from flakecore.codes import ClassifyClass, PolicyName
 from flakecore.decision import Decision
 from flakecore.digest import is_digest
@@ -130,7 +134,7 @@ def lease_window_problems(
     if expiry <= now:
         problems.append(f"expires_at {format_rfc3339(expiry)} is not after now")
     elif expiry - now > policy.max_lease:  # subtract: now + max_lease overflows past 9999
-        problems.append(f"expires_at is more than {policy.max_lease_days} days away")
+        problems.append(f"expires_at is more than {plural(policy.max_lease_days, 'day')} away")
     return problems
 
 
@@ -221,10 +225,13 @@ def classify(
         )
     if len(replays) != n:
         return verdict(
-            ClassifyClass.INCOMPLETE, f"{len(replays)} replays for a budget of {n}: not filled"
+            ClassifyClass.INCOMPLETE,
+            f"{plural(len(replays), 'replay')} for a budget of {n}: not filled",
         )
     if not any(r["passed"] for r in replays):
-        return verdict(ClassifyClass.STABLE_RED, f"red on all {n} replays", replays=replays)
+        return verdict(
+            ClassifyClass.STABLE_RED, f"red on all {plural(n, 'replay')}", replays=replays
+        )
     return verdict(ClassifyClass.FLAKE, "at least one green in a full budget", replays=replays)
 
 

@@ -1,6 +1,6 @@
 """Closed sets of wire strings: outcomes, results and every policy's codes.
 
-Each enum's *values* are the exact strings of SPEC.md; they are what JSON
+Each enum's *values* are the exact strings of docs/policies.md; they are what JSON
 records and other languages see.  Anything not in these sets is unknown, and
 an unknown code is a refusal.
 """
@@ -28,10 +28,10 @@ __all__ = [
 class PolicyName(str, enum.Enum):
     """The four admission policies."""
 
-    ADMIT = "admit"  # base-commit replay (SPEC 3.1)
-    DECIDE = "decide"  # clean-runner vote (SPEC 3.2)
-    BUDGET = "budget"  # fixed seed budget (SPEC 3.3)
-    CLASSIFY = "classify"  # exit classes and the lease (SPEC 3.4)
+    ADMIT = "admit"  # base-commit replay (docs/policies.md)
+    DECIDE = "decide"  # clean-runner vote (docs/policies.md)
+    BUDGET = "budget"  # fixed seed budget (docs/policies.md)
+    CLASSIFY = "classify"  # exit classes and the lease (docs/policies.md)
 
 
 class Outcome(str, enum.Enum):
@@ -57,7 +57,7 @@ class AttemptFlag(str, enum.Enum):
 
 
 class AttemptResult(str, enum.Enum):
-    """``result`` of one attempt-log line (SPEC 2)."""
+    """``result`` of one attempt-log line (README.md, evidence primitives)."""
 
     PASS = "pass"  # attempt passed
     MISS = "miss"  # the assertion failed
@@ -79,7 +79,7 @@ class LogStatus(str, enum.Enum):
 
 
 class AdmitCode(str, enum.Enum):
-    """Codes of ``admit`` (SPEC 3.1)."""
+    """Codes of ``admit`` (docs/policies.md)."""
 
     ACCEPT_PREEXISTING = "ACCEPT_PREEXISTING"  # base already missed: freeze allowed
     REJECT_INCOMPLETE = "REJECT_INCOMPLETE"  # evidence missing or malformed
@@ -90,7 +90,7 @@ class AdmitCode(str, enum.Enum):
 
 
 class DecideCode(str, enum.Enum):
-    """Codes of ``decide`` (SPEC 3.2): one per row of its table."""
+    """Codes of ``decide`` (docs/policies.md): one per row of its table."""
 
     ELIGIBLE = "ELIGIBLE"  # a distinct clean runner reproduced the flake
     MISSING_FIELD = "MISSING_FIELD"  # identity field absent/blank, or a field malformed
@@ -104,7 +104,7 @@ class DecideCode(str, enum.Enum):
 
 
 class BudgetCode(str, enum.Enum):
-    """Codes of ``budget`` (SPEC 3.3); ``INSUFFICIENT_BUDGET`` is a process error."""
+    """Codes of ``budget`` (docs/policies.md); ``INSUFFICIENT_BUDGET`` is a process error."""
 
     FIXTURE_DRIFT = "FIXTURE_DRIFT"  # parent and head fixture digests differ
     PROPERTY_MISS = "PROPERTY_MISS"  # the property fails on the parent fixture
@@ -115,7 +115,7 @@ class BudgetCode(str, enum.Enum):
 
 
 class ClassifyClass(str, enum.Enum):
-    """Exit classes of ``classify`` (SPEC 3.4)."""
+    """Exit classes of ``classify`` (docs/policies.md)."""
 
     INCOMPLETE = "INCOMPLETE"  # verdict/pin missing, budget not filled, origin unknown
     FIXTURE = "FIXTURE"  # the fixture pin does not match
@@ -134,7 +134,7 @@ class FailureClass(str, enum.Enum):
 
 
 class TrustReason(str, enum.Enum):
-    """Why a stored record counts as evidence, or why it does not (SPEC 8).
+    """Why a stored record counts as evidence, or why it does not (docs/trust.md).
 
     Two values trust a record; every other value refuses it.  A record the
     patch could have written counts only when base holds it byte for byte

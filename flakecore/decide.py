@@ -1,4 +1,4 @@
-"""``decide``: a second, clean runner must reproduce the flake (SPEC 3.2)."""
+"""``decide``: a second, clean runner must reproduce the flake (docs/policies.md)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from flakecore._fields import MISSING, format_problem, is_bool, is_nonblank, unknown_keys
 from flakecore.codes import DecideCode, FailureClass, PolicyName
 from flakecore.decision import Decision
-from flakecore.digest import is_digest
+from flakecore.digest import commit_id_problem, is_digest
 from flakecore.exits import DECIDE_EXIT
 from flakecore.identity import runner_id_problem, same_runner
 from flakecore.policy import DEFAULT_POLICY, Policy
@@ -21,9 +21,10 @@ _CLASSES = frozenset(c.value for c in FailureClass)
 _BOOLS = ("property_cohort_passed", "clean_run_completed")
 _ECHOES = ("clean_fixture_hash", "clean_input_hash")
 _RUNNERS = ("local_runner_id", "clean_runner_id")
-#: Hashes are sha256 digests (SPEC 5): an uppercase or prefixed "hash" that
-#: happens to equal its echo must not make a vote eligible.
-_HASHES = ("patch_hash", "fixture_hash", "minimized_input_hash", *_ECHOES)
+#: File hashes are sha256 digests (docs/schemas.md): an uppercase or prefixed "hash" that
+#: happens to equal its echo must not make a vote eligible.  The patch hash is
+#: the patch's git commit id (docs/trust.md).
+_HASHES = ("fixture_hash", "minimized_input_hash", *_ECHOES)
 
 
 def _malformed(packet: Mapping[str, object]) -> list[str]:
@@ -34,7 +35,7 @@ def _malformed(packet: Mapping[str, object]) -> list[str]:
     reasons += [f"unknown field {k!r}" for k in unknown_keys(packet, DECIDE_FIELDS)]
     for name in DECIDE_IDENTITY_FIELDS:
         value = packet.get(name, MISSING)
-        if name in _RUNNERS:  # SPEC 8: a copy with U+2010 for '-' is no runner at all
+        if name in _RUNNERS:  # docs/trust.md: a copy with U+2010 for '-' is no runner at all
             if (problem := runner_id_problem(value)) is not None:
                 reasons.append(f"{name} {problem}")
         elif not is_nonblank(value):
@@ -53,13 +54,16 @@ def _malformed(packet: Mapping[str, object]) -> list[str]:
             continue  # absent or blank: judged by its own row (1 or 2)
         if not is_digest(value):
             reasons.append(f"{name} must be a sha256 digest (64 lowercase hex)")
+    patch = packet.get("patch_hash", MISSING)
+    if is_nonblank(patch) and (problem := commit_id_problem("patch_hash", patch)) is not None:
+        reasons.append(problem)
     return reasons
 
 
 def decide(
     packet: DecidePacket | Mapping[str, object], *, policy: Policy = DEFAULT_POLICY
 ) -> DecideDecision:
-    """Judge a clean-runner packet; eligible only if every row of SPEC 3.2 holds.
+    """Judge a clean-runner packet: eligible only if every row of docs/policies.md holds.
 
     A packet expires with its ``patch_hash`` and ``oracle_version``: callers
     match those against the current patch before trusting an old decision.

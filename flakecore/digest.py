@@ -1,7 +1,10 @@
-"""The two digests of SPEC 2: raw file bytes, and canonical JSON.
+"""The two digests (raw file bytes, canonical JSON), and git commit ids.
 
 Hash *after* a run: a loader that rewrote a file during the run must show up
-as drift, so callers hash the file as it is when they decide.
+as drift, so callers hash the file as it is when they decide.  A file's
+digest is sha256 (``sha256sum FILE``); a commit -- the base, a patch -- is
+named by its full git id (``git rev-parse HEAD``), never by a digest of
+something else (docs/trust.md).
 """
 
 from __future__ import annotations
@@ -13,14 +16,38 @@ import re
 from flakecore.files import MAX_FILE_BYTES, iter_chunks
 from flakecore.jsonio import canonical_bytes, loads_strict
 
-__all__ = ["canonical_json_sha256", "file_sha256", "is_digest", "sha256_bytes"]
+__all__ = [
+    "canonical_json_sha256",
+    "commit_id_problem",
+    "file_sha256",
+    "is_commit_id",
+    "is_digest",
+    "sha256_bytes",
+]
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")
+_COMMIT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def is_digest(value: object) -> bool:
     """True only for a string of exactly 64 lowercase hex digits."""
     return isinstance(value, str) and _DIGEST.fullmatch(value) is not None
+
+
+def is_commit_id(value: object) -> bool:
+    """A full git commit id: 40 (SHA-1) or 64 (SHA-256) lowercase hex, as ``git rev-parse`` prints.
+
+    This is the one rule for a patch hash and a base commit: an abbreviated
+    id, a branch name or ``sha256:``-prefixed text is not one.
+    """
+    return isinstance(value, str) and _COMMIT_ID.fullmatch(value) is not None
+
+
+def commit_id_problem(name: str, value: object) -> str | None:
+    """Why ``value`` (the field or flag ``name``) is not a commit id; None when it is one."""
+    if is_commit_id(value):
+        return None
+    return f"{name} is not a git commit id (40 or 64 lowercase hex, as git rev-parse HEAD prints)"
 
 
 def sha256_bytes(data: bytes) -> str:

@@ -29,7 +29,7 @@ ATTEMPT_RECORD_FORMAT = "flakecore.attempt-record"
 
 
 def duration_or_none(value: float | None) -> float | None:
-    """A duration outside 0..2**53-1 seconds (or NaN) is unknown, not zero (SPEC 8)."""
+    """A duration outside 0..2**53-1 seconds (or NaN) is unknown, not zero (docs/trust.md)."""
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value) if 0 <= value <= MAX_SAFE_INTEGER else None  # NaN compares false
@@ -87,7 +87,7 @@ class Attempt:
 
     @property
     def is_miss(self) -> bool:
-        """Only an assertion failure is a miss (SPEC 2)."""
+        """Only an assertion failure is a miss (README.md, evidence primitives)."""
         return self.outcome is Outcome.FAIL
 
     def to_json(self) -> dict[str, object]:

@@ -1,4 +1,4 @@
-"""The one exit-code table (SPEC 4).
+"""The one exit-code table (docs/policies.md, exit codes).
 
 CI scripts branch on these numbers; other tools call this module rather than
 copying the table.  Policy refusals use small numbers; input and usage

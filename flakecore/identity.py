@@ -1,4 +1,4 @@
-"""Identities (SPEC 8): who owns, accepts or wrote a freeze, and which runner ran it.
+"""Identities (docs/trust.md): who owns, accepts or wrote a freeze, and which runner ran it.
 
 Owners, acceptors, patch authors and runner ids are *plain*: printable ASCII
 (U+0020..U+007E) with at least one character that is not a space.  Nothing
@@ -11,7 +11,7 @@ else is an identity, so a record that names one is incomplete:
   character (a Cyrillic U+043E for ``o`` in ``coding-agent``, U+2010 for
   ``-``) is not an identity.
 
-"After NFKC" (SPEC 8): NFKC changes no printable ASCII string, so a valid
+"After NFKC" (docs/trust.md): NFKC changes no printable ASCII string, so a valid
 identity is already its own NFKC form.  A character that NFKC would fold to
 ASCII (fullwidth U+FF42 for ``b``, the ligature U+FB01, the Kelvin sign) is
 refused rather than folded: the record must spell the identity it means, and
@@ -26,7 +26,7 @@ applies NFKC and drops whitespace and format characters, so a caller that
 compares before validating still sees width, case and invisible-character
 variants as one; only validation refuses the rest (Cyrillic, U+2010).
 
-The runner id grammar is ``img:<image digest>+nonce:<16 hex>`` (SPEC 2): the
+The runner id grammar is ``img:<image digest>+nonce:<16 hex>`` (README.md, evidence primitives): the
 nonce is drawn fresh at job start, so two jobs on the same image are still
 two runners; without a nameable image the identity says so honestly
 (``img:local-uncontainerized``), which is not a pass.
@@ -160,5 +160,5 @@ def same_identity(a: str, b: str) -> bool:
     return _fold(a) == _fold(b)
 
 
-#: Runner ids are identities: the same comparison, under the name SPEC 3.2 uses.
+#: Runner ids are identities: the same comparison, under the name the decide policy uses.
 same_runner = same_identity

@@ -160,7 +160,7 @@ def load_object(data: bytes, *, source: str = "<input>", line: int | None = None
 
 
 def canonical_bytes(value: object) -> bytes:
-    """Canonical encoding (SPEC 2): sorted keys, compact, ASCII-only, no NaN."""
+    """The canonical encoding that digests hash: sorted keys, compact, ASCII-only, no NaN."""
     return json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
     ).encode("ascii")

@@ -1,4 +1,4 @@
-"""Leases (SPEC 3.4): build one from a classify report and the roles; say why a stored one is bad.
+"""Leases (docs/leases.md): build one from a classify report and the roles; judge stored ones.
 
 A lease is the only freeze ``classify`` can open, and it is enforcement only
 if CI loads it and checks it again later.  Both halves live here so that they
@@ -30,9 +30,10 @@ from typing import Final
 import attrs
 
 from flakecore._fields import MISSING, is_bool, is_int, is_nonblank, is_v1
+from flakecore._wording import plural
 from flakecore.classify import ClassifyDecision, classify
 from flakecore.codes import ClassifyClass
-from flakecore.digest import is_digest
+from flakecore.digest import commit_id_problem, is_digest
 from flakecore.identity import identity_problem, runner_id_problem, same_identity
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import CLASSIFY_FIELDS
@@ -93,9 +94,9 @@ def format_version_ok(value: object) -> bool:
 
 @attrs.frozen(kw_only=True)
 class Roles:
-    """Who did what around one lease (SPEC 3.4).
+    """Who did what around one lease (docs/policies.md).
 
-    ``patch_hash`` (a sha256 digest, as ``decide`` requires) and
+    ``patch_hash`` (the patch's git commit id, as ``decide`` requires) and
     ``oracle_version`` bind the lease to one patch: a new patch is a new
     vote, even when the test name matches yesterday's lease.
     """
@@ -182,8 +183,10 @@ def build_lease(
     if not is_nonblank(test_id):
         reasons.append("test_id is missing or blank")
     reasons += role_problems(roles.replay_host, roles.accepted_by, roles.patch_author)
-    if roles.patch_hash is not None and not is_digest(roles.patch_hash):
-        reasons.append("patch_hash is not a sha256 digest (64 lowercase hex)")
+    if roles.patch_hash is not None and (
+        problem := commit_id_problem("patch_hash", roles.patch_hash)
+    ):
+        reasons.append(problem)
     if roles.oracle_version is not None and not is_nonblank(roles.oracle_version):
         reasons.append("oracle_version is blank")
     pinned = report.get("pinned_sha256", MISSING)
@@ -258,8 +261,9 @@ def _structure_problems(record: Mapping[str, object]) -> list[str]:
         problems.append(
             "origin_passed must be false" if is_bool(origin) else "origin_passed is not a boolean"
         )
-    if "patch_hash" in record and not is_digest(record["patch_hash"]):
-        problems.append("patch_hash is not a sha256 digest (64 lowercase hex)")
+    patch = record.get("patch_hash", MISSING)
+    if patch is not MISSING and (problem := commit_id_problem("patch_hash", patch)):
+        problems.append(problem)
     if "oracle_version" in record and not is_nonblank(record["oracle_version"]):
         problems.append("oracle_version is blank or not a string")
     return problems
@@ -306,7 +310,7 @@ def _time_problems(
         problems.append("expires_at is not after opened_at")
     elif expiry - opened > policy.max_lease:  # subtract: adding overflows past 9999
         problems.append(
-            f"expires_at is more than {policy.max_lease_days} days after opened_at: "
+            f"expires_at is more than {plural(policy.max_lease_days, 'day')} after opened_at: "
             "a lease that long is a permanent freeze"
         )
     return problems, opened
@@ -321,7 +325,10 @@ def _classify_problems(record: Mapping[str, object], now: dt.datetime, policy: P
     problems = list(decision.lease_reasons)
     greens = record.get("greens")
     if is_int(greens) and greens != decision.greens:
-        problems.append(f"greens is {greens} but {decision.greens} replays are green")
+        problems.append(
+            f"greens is {greens} but {plural(decision.greens, 'replay')} "
+            f"{'is' if decision.greens == 1 else 'are'} green"
+        )
     return problems
 
 
@@ -388,7 +395,7 @@ def _value(value: object) -> str:
 
 
 def short_form(record: Mapping[str, object]) -> str:
-    """The human line of SPEC 3.4.
+    """The human line of a lease (docs/leases.md).
 
     ``class=flake property=pass pin=match sha256:<digest> origin=fail
     replays=5 budget=5 greens=4 owner=... expires_at=... canary=...``; a

@@ -2,7 +2,7 @@
 
 For worker ``W`` (``main`` without pytest-xdist, else xdist's ``gw0``, ``gw1``, ...):
 
-- ``<sha256 of the test id>.W.jsonl`` is that test's attempt log (SPEC 2
+- ``<sha256 of the test id>.W.jsonl`` is that test's attempt log (attempt-line
   lines, written by :class:`~flakecore.attempts.AttemptWriter`).  The name is
   a digest, never a path built from the id, so no id can reach outside the
   directory or collide with another's file.

@@ -1,6 +1,6 @@
 """The one place that holds every policy number, and where a set of them came from.
 
-These are repository policy, not tuned results (SPEC 3): every decision
+These are repository policy, not tuned results (docs/policies.md): every decision
 records the values it used, so a changed number is visible in the output,
 and where it got them (:class:`PolicySource`), because a policy the patch
 under judgement wrote is no policy at all.
@@ -18,13 +18,13 @@ from flakecore.errors import UsageError
 
 __all__ = ["DEFAULT_POLICY", "DEFAULT_SEEDS", "EMPTY_TABLE_SHA256", "Policy", "PolicySource"]
 
-#: Seed list committed before a seed-budget run (SPEC 3.3).
+#: Seed list committed before a seed-budget run (docs/policies.md).
 DEFAULT_SEEDS: tuple[int, ...] = (11, 23, 47, 71, 97, 131, 173, 211)
 _MAX_DAYS = dt.timedelta.max.days
 
 
 def _positive(_: object, attribute: attrs.Attribute[int], value: int) -> None:
-    # Bounded too: decisions record these numbers (SPEC 8: within 2**53 - 1).
+    # Bounded too: decisions record these numbers (docs/trust.md: within 2**53 - 1).
     if not is_int(value) or value < 1:
         raise UsageError(
             f"policy {attribute.name} must be an integer in 1..{MAX_SAFE_INTEGER}, got {value!r}"
@@ -47,9 +47,9 @@ def _seeds(_: object, attribute: attrs.Attribute[tuple[int, ...]], value: tuple[
 
 @attrs.frozen(kw_only=True)
 class Policy:
-    """Policy numbers with SPEC's defaults.
+    """Policy numbers with the documented defaults (docs/policies.md).
 
-    Raising ``attempt_cap`` to "farm a miss" is exactly what SPEC forbids;
+    Raising ``attempt_cap`` to "farm a miss" is exactly what the admit policy forbids;
     raise ``min_base_misses`` on a noisy suite instead.
     """
 

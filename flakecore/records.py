@@ -1,4 +1,4 @@
-"""Typed evidence records, one per packet kind of SPEC 6.
+"""Typed evidence records, one per packet kind (docs/schemas.md).
 
 They are conveniences for Python callers: every policy also takes the plain
 JSON mapping, and a record is judged by converting it back to that mapping,
@@ -96,7 +96,7 @@ def _wire(record: attrs.AttrsInstance, kind: str) -> dict[str, object]:
 
 @attrs.frozen(kw_only=True)
 class AdmitEvidence:
-    """Base-replay evidence for :func:`flakecore.admit` (SPEC 3.1)."""
+    """Base-replay evidence for :func:`flakecore.admit` (docs/policies.md)."""
 
     base_misses: int
     base_attempts: int
@@ -117,7 +117,7 @@ class AdmitEvidence:
 
 @attrs.frozen(kw_only=True)
 class DecidePacket:
-    """Clean-runner vote packet for :func:`flakecore.decide` (SPEC 3.2)."""
+    """Clean-runner vote packet for :func:`flakecore.decide` (docs/policies.md)."""
 
     test_id: str
     patch_hash: str
@@ -140,7 +140,7 @@ class DecidePacket:
 
 @attrs.frozen(kw_only=True)
 class BudgetPacket:
-    """Seed-budget observation for :func:`flakecore.budget` (SPEC 3.3).
+    """Seed-budget observation for :func:`flakecore.budget` (docs/policies.md).
 
     ``property_holds`` is None when the property was not scored, ``passes``
     None when the seed runs never started.
@@ -175,7 +175,7 @@ class Replay:
 
 @attrs.frozen(kw_only=True)
 class ClassifyReport:
-    """Evidence for :func:`flakecore.classify` (SPEC 3.4).
+    """Evidence for :func:`flakecore.classify` (docs/policies.md).
 
     ``budget`` defaults to the policy's replay budget; ``pinned_sha256`` and
     ``canary`` are carried into the lease.

@@ -1,7 +1,7 @@
 """Seeds given as command-line text: one rule for every flag that takes one.
 
 A command line cannot say whether ``1234`` meant the integer or the string,
-and SPEC 2 compares seeds by value *and* type, so every flag (``budget-run
+and seeds compare by value *and* type, so every flag (``budget-run
 --seeds``, ``replay --seed``, the pytest plugin's ``--flakecore-seed``) reads
 text the same way: a canonical decimal integer within +/-(2^53-1) is an
 integer seed, anything else is a string seed, exactly as given.  ``str()`` of

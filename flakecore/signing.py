@@ -1,7 +1,7 @@
 """Sign records and verify signed records, with securesystemslib (the ``sign`` extra).
 
 A record that the diff under judgement adds or changes counts only when a
-key the *trusted* configuration names signed it (SPEC 8, docs/trust.md).
+key the *trusted* configuration names signed it (docs/trust.md).
 The envelope is DSSE over an in-toto Statement v1 (:mod:`flakecore.attestation`),
 so in-toto tooling verifies it too.  The cryptography is securesystemslib's
 (``CryptoSigner``, ``SSlibKey``, ``securesystemslib.dsse.Envelope``; ed25519

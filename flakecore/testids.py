@@ -1,4 +1,4 @@
-"""One test, one id (SPEC 9): the rules that give a test the same id in every format.
+"""One test, one id (docs/adapters.md): the rules that give a test the same id in every format.
 
 Ledger rows, leases and attempt logs are keyed by the test id, so a test must
 not get one id from one report format and another from the next.  For pytest

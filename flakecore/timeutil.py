@@ -29,7 +29,7 @@ _NAIVE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}(:[0-9]{2}
 def parse_rfc3339(text: str) -> dt.datetime:
     """Parse an RFC 3339 timestamp with offset; raise ``ValueError`` otherwise.
 
-    A naive timestamp (no offset) gets its own message: SPEC calls it
+    A naive timestamp (no offset) gets its own message: docs/policies.md calls it
     incomplete evidence, not a time in some guessed zone.
     """
     if not isinstance(text, str):

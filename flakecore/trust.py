@@ -1,4 +1,4 @@
-"""Which stored records count as evidence (SPEC 8): trusted keys and trust verdicts, as values.
+"""Which stored records count as evidence (docs/trust.md): trusted keys and verdicts, as values.
 
 The author of the patch under judgement can write every byte of the scored
 checkout, so a lease, ledger row, freeze record, observation, run record or
@@ -137,9 +137,9 @@ def refused(path: str, reason: TrustReason, detail: str) -> TrustVerdict:
 
 
 def require_other_signer(clean: TrustVerdict, *, other_than: TrustVerdict) -> TrustVerdict:
-    """``clean`` if a trusted key other than every signer of ``other_than`` signed it (SPEC 8).
+    """``clean`` if a trusted key other than each signer of ``other_than`` signed it.
 
-    A clean runner is a different key, not a different string: two nonces
+    A clean runner is a different key (docs/trust.md), not a different string: two nonces
     minted on one machine are one runner.  Both records must be signed (an
     unsigned local run leaves no key to tell the clean one apart from), and
     keys are compared by their public key, so one key listed under two ids

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import importlib
+import itertools
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -13,9 +14,11 @@ from typing import IO, Any, NoReturn
 
 import attrs
 
+from flakecore.digest import commit_id_problem
 from flakecore.errors import InputError, MissingExtra, MissingInputError, UsageError
 from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT, EXIT_OK
 from flakecore.files import read_bytes, write_atomic
+from flakecore.gate.ledger import read_record
 from flakecore.jsonio import MAX_DOCUMENT_BYTES, compact_line, load_object
 from flakecore.timeutil import parse_rfc3339
 
@@ -24,11 +27,16 @@ __all__ = [
     "RecordWriteError",
     "UsageArgumentParser",
     "adapters",
+    "add_patch_hash_argument",
+    "commit_id",
     "die",
+    "file_of",
     "first_failure",
     "flat",
     "input_exit",
+    "one_stdin",
     "parse_now",
+    "read_one",
     "read_packets",
     "warn",
     "write_json_line",
@@ -60,6 +68,27 @@ class UsageArgumentParser(argparse.ArgumentParser):
             parser = getattr(args, "verb_parser", self)
             parser.error("unrecognized arguments: " + " ".join(unknown))
         return args
+
+
+def commit_id(value: str) -> str:
+    """An argparse ``type``: a patch hash is a git commit id (the core's one rule)."""
+    problem = commit_id_problem(repr(value), value)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return value
+
+
+def add_patch_hash_argument(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, required: bool, help: str
+) -> None:
+    """``--patch-hash COMMIT``: checked as a git commit id; ``help`` says what it binds."""
+    parser.add_argument(
+        "--patch-hash",
+        required=required,
+        type=commit_id,
+        metavar="COMMIT",
+        help=f"{help}: the patch's git commit id (git rev-parse HEAD in the patched checkout)",
+    )
 
 
 def flat(text: str) -> str:
@@ -112,7 +141,7 @@ def adapters(needed_by: str, *, report_format: str = "auto") -> ModuleType:
         try:
             module.report_format(report_format)
         except UsageError as exc:
-            raise UsageError(f"{needed_by}: --format: {exc}") from None
+            raise UsageError(f"{needed_by}: --report-format: {exc}") from None
     return module
 
 
@@ -143,24 +172,59 @@ def _read_file(path: str) -> Packet:
         return Packet(path, None, exc)
 
 
-def _read_stdin(stream: IO[bytes]) -> Iterator[Packet]:
-    number = 0
-    while line := stream.readline(MAX_DOCUMENT_BYTES + 1):
-        number += 1
-        source = f"-:{number}"
-        if not line.endswith(b"\n") and len(line) > MAX_DOCUMENT_BYTES:
-            yield Packet(source, None, InputError("line too long", source="-", line=number))
+def _line_packet(line: bytes, number: int) -> Packet:
+    source = f"-:{number}"
+    if not line.endswith(b"\n") and len(line) > MAX_DOCUMENT_BYTES:
+        return Packet(source, None, InputError("line too long", source="-", line=number))
+    try:
+        return Packet(source, load_object(line.rstrip(b"\n"), source="-", line=number))
+    except InputError as exc:
+        return Packet(source, None, exc)
+
+
+def _lines(head: bytes, stream: IO[bytes]) -> Iterator[bytes]:
+    """The lines of ``head``, then of ``stream``; a line over the bound ends the input."""
+    *complete, carry = head.split(b"\n")
+    for line in complete:
+        yield line + b"\n"
+    while True:
+        line = carry
+        if len(carry) <= MAX_DOCUMENT_BYTES:
+            line += stream.readline(MAX_DOCUMENT_BYTES + 1 - len(carry))
+        carry = b""
+        if not line:
             return
-        try:
-            yield Packet(source, load_object(line.rstrip(b"\n"), source="-", line=number))
-        except InputError as exc:
-            yield Packet(source, None, exc)
-    if number == 0:
+        yield line
+        if not line.endswith(b"\n") and len(line) > MAX_DOCUMENT_BYTES:
+            return
+
+
+def _read_stdin(stream: IO[bytes]) -> Iterator[Packet]:
+    """JSON Lines, or one JSON object over several lines (a record written indented).
+
+    The first line decides: a JSON object on its own starts JSON Lines, read
+    a line at a time.  Otherwise the input is tried as one object; when it
+    is not one, its lines are judged one by one, so a line that cannot be
+    read is a refusal of its own, never a skipped line.
+    """
+    head = stream.readline(MAX_DOCUMENT_BYTES + 1)
+    if not head:
         yield Packet("-", None, InputError("no packet on standard input", source="-"))
+        return
+    if head.endswith(b"\n") and _line_packet(head, 1).data is None:
+        head += stream.read(MAX_DOCUMENT_BYTES + 1 - len(head))
+        if len(head) <= MAX_DOCUMENT_BYTES:
+            try:
+                yield Packet("-", load_object(head, source="-"))
+                return
+            except InputError:
+                pass
+    for number, line in enumerate(_lines(head, stream), start=1):
+        yield _line_packet(line, number)
 
 
 def read_packets(files: Sequence[str]) -> Iterator[Packet]:
-    """Packets from files (one JSON object each) or ``-`` (JSON Lines on stdin), in order.
+    """Packets from files (one JSON object each) or ``-`` (stdin: JSON Lines, or one object).
 
     An unreadable or invalid packet is yielded with its error, never skipped.
     """
@@ -169,6 +233,34 @@ def read_packets(files: Sequence[str]) -> Iterator[Packet]:
             yield from _read_stdin(sys.stdin.buffer)
         else:
             yield _read_file(name)
+
+
+def file_of(source: str) -> str | None:
+    """The file a record came from, for an annotation; standard input (``-``, ``-:3``) has none."""
+    return None if not source or source == "-" or source.startswith("-:") else source
+
+
+def read_one(name: str) -> dict[str, object]:
+    """One record from a file, or from stdin with ``-`` (JSON Lines of one line, or one object).
+
+    Raises the record's :class:`~flakecore.errors.InputError` when it is unusable.
+    """
+    if name != "-":
+        return read_record(name)
+    packets = list(itertools.islice(_read_stdin(sys.stdin.buffer), 2))
+    if len(packets) > 1:
+        raise InputError("one record expected on standard input, got several", source="-")
+    (packet,) = packets
+    if packet.error is not None:
+        raise packet.error
+    assert packet.data is not None
+    return packet.data
+
+
+def one_stdin(*names: str | None) -> None:
+    """Standard input can be read once: ``-`` for two of a verb's inputs is a usage error."""
+    if sum(name == "-" for name in names) > 1:
+        raise UsageError("standard input (-) can be read only once; give the other inputs as files")
 
 
 def write_json_line(record: dict[str, object]) -> None:

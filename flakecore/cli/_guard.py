@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 
+from flakecore._wording import plural
 from flakecore.cli._common import flat
 from flakecore.cli._config import add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
@@ -35,9 +36,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "66 git failed (not a repository, unknown base, no merge base, git missing)"
         ),
     )
-    parser.add_argument("--base", required=True, metavar="REF")
-    parser.add_argument("--fixture-glob", action="append", metavar="GLOB", default=None)
-    parser.add_argument("--ledger-glob", action="append", metavar="GLOB", default=None)
+    parser.add_argument(
+        "--base",
+        required=True,
+        metavar="REF",
+        help="the merge target: one exact commit (the full SHA in CI)",
+    )
+    parser.add_argument(
+        "--fixture-glob",
+        action="append",
+        metavar="GLOB",
+        default=None,
+        help="a fixture/oracle/test path glob (repeatable; replaces fixture_globs)",
+    )
+    parser.add_argument(
+        "--ledger-glob",
+        action="append",
+        metavar="GLOB",
+        default=None,
+        help="a ledger/lease path glob (repeatable; replaces ledger_globs)",
+    )
     parser.add_argument("--repo", default=".", metavar="DIR", help="repository (default: .)")
     add_output_arguments(parser)
     add_config_arguments(parser, policy=False)
@@ -82,7 +100,8 @@ def _run(args: argparse.Namespace) -> int:
         )
     else:
         reason = (
-            f"{len(result.paths)} changed paths: {len(result.fixture_paths)} fixture/oracle/test, "
+            f"{plural(len(result.paths), 'changed path')}: "
+            f"{len(result.fixture_paths)} fixture/oracle/test, "
             f"{len(result.ledger_paths)} ledger/lease"
         )
     row = SummaryRow(

@@ -21,7 +21,10 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, BinaryIO, cast
 
-from flakecore.cli._common import adapters, die
+from flakecore._wording import plural
+from flakecore.cli._common import adapters, die, one_stdin, warn
+from flakecore.cli._github import SummaryRow
+from flakecore.cli._output import Output, Result, add_output_arguments
 from flakecore.errors import InputError, UsageError
 from flakecore.exits import EXIT_CANTCREAT, EXIT_DATAERR, EXIT_OK, EXIT_USAGE
 from flakecore.files import atomic_output, open_stream
@@ -38,17 +41,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=(
             "Read test reports and write one attempt record (JSON Lines, "
             "schemas/attempt-record.v1.json) per execution of a test, reruns included. "
-            "'auto' decides the format from the content, never the file name."
+            "'auto' decides the format from the content, never the file name. The records are "
+            "the output in the text and json formats alike; with --out, --format json prints "
+            "one summary object instead, and --format github (which needs --out) an annotation "
+            "and a step-summary row."
         ),
         epilog=(
             "exit: 0 every report read; 65 a report is unusable (malformed, hostile, over a "
-            "limit, not a regular file: nothing is written); 66 missing file; 64 usage; "
-            "70 adapters not installed; 73 --out cannot be written"
+            "limit, not a regular file: nothing is written), or --test-id matched no attempt; "
+            "66 missing file; 64 usage; 70 adapters not installed; 73 --out cannot be written"
         ),
     )
     parser.add_argument("reports", nargs="+", metavar="FILE", help="report file, or - for stdin")
     parser.add_argument(
-        "--format",
+        "--report-format",
         default="auto",
         metavar="FORMAT",
         help="report format: auto (the default: from the content) or a name the adapters "
@@ -65,7 +71,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="print each test id the reports hold, once, instead of the records",
     )
-    parser.add_argument("--out", metavar="FILE", help="write here (atomically) instead of stdout")
+    parser.add_argument(
+        "--out", metavar="FILE", help="write the records here (atomically) instead of stdout"
+    )
+    add_output_arguments(parser, reports=True)
     parser.set_defaults(run=_run)
 
 
@@ -76,8 +85,7 @@ def _write(args: argparse.Namespace, out: BinaryIO, counts: Counter[str]) -> int
     ``write_jsonl(iter_attempts(...))``, without building ``Attempt`` objects.
     """
     iter_jsonl = cast(Callable[..., Iterable[bytes]], adapters("ingest").iter_jsonl)
-    if args.reports.count("-") > 1:
-        raise UsageError("ingest: standard input (-) can be read only once")
+    one_stdin(*args.reports)
     progress = _Progress(counts) if sys.stderr.isatty() else None
     try:
         for report in args.reports:
@@ -88,7 +96,7 @@ def _write(args: argparse.Namespace, out: BinaryIO, counts: Counter[str]) -> int
             try:
                 for chunk in iter_jsonl(
                     source,
-                    format=args.format,
+                    format=args.report_format,
                     source_name=report,
                     test_id=args.test_id,
                     counts=counts,
@@ -113,7 +121,7 @@ def _ids(args: argparse.Namespace) -> Iterator[str]:
     seen: set[str] = set()
     for report in args.reports:
         source: Any = sys.stdin.buffer if report == "-" else report
-        for test_id in iter_test_ids(source, format=args.format, source_name=report):
+        for test_id in iter_test_ids(source, format=args.report_format, source_name=report):
             if test_id not in seen:
                 seen.add(test_id)
                 yield test_id
@@ -173,7 +181,8 @@ class _Progress:
             size = os.fstat(stream.fileno()).st_size
             at = size if final else min(stream.tell(), size)
             read = f"{at * 100 // size}% of {size / 1e6:.1f} MB, " if size else ""
-        sys.stderr.write(f"\ringest: {report}: {read}{_attempts(self._counts)} attempts\x1b[K")
+        attempts = plural(_attempts(self._counts), "attempt")
+        sys.stderr.write(f"\ringest: {report}: {read}{attempts}\x1b[K")
         sys.stderr.flush()
         self._shown = True
 
@@ -184,13 +193,19 @@ class _Progress:
 
 
 def _run(args: argparse.Namespace) -> int:
+    out = Output.chosen(args, "flakecore ingest")
+    if out.form == "github" and args.out is None:
+        raise UsageError(
+            "ingest: --format github prints annotations on stdout; write the records "
+            "with --out FILE"
+        )
     if args.list_ids and args.test_id is not None:
         return die("ingest: give --list-ids or --test-id, not both", EXIT_USAGE)
-    adapters("ingest", report_format=args.format)  # before anything is written
+    adapters("ingest", report_format=args.report_format)  # before anything is written
     counts: Counter[str] = Counter()
 
-    def write(out: BinaryIO) -> int:
-        return _write_ids(args, out) if args.list_ids else _write(args, out, counts)
+    def write(sink: BinaryIO) -> int:
+        return _write_ids(args, sink) if args.list_ids else _write(args, sink, counts)
 
     if args.out is not None:
         try:
@@ -204,13 +219,50 @@ def _run(args: argparse.Namespace) -> int:
             spool.seek(0)
             shutil.copyfileobj(spool, sys.stdout.buffer)
             sys.stdout.flush()
+    reports = plural(len(args.reports), "report")
     if args.list_ids:
-        print(f"ingest: {total} test ids in {len(args.reports)} report(s)", file=sys.stderr)
-        return EXIT_OK
+        listed = f"{plural(total, 'test id')} in {reports}"
+        print(f"ingest: {listed}", file=sys.stderr)
+        out.emit(Result(row=_row(args, "LISTED", EXIT_OK, listed)))
+        return out.finish(EXIT_OK)
     outcomes = " ".join(f"{k}={v}" for k, v in sorted(counts.items()) if k != "flagged")
-    summary = f"ingest: {total} attempts from {len(args.reports)} report(s)"
-    print(f"{summary} ({outcomes or 'none'}; flagged={counts['flagged']})", file=sys.stderr)
-    if total == 0 and args.test_id is not None:
-        message = f"ingest: no attempt of test {args.test_id!r} in the reports"
-        return die(message + _closest(args), EXIT_DATAERR)
-    return EXIT_OK
+    flagged = counts["flagged"]
+    summary = f"{plural(total, 'attempt')} from {reports} ({outcomes or 'none'}; flagged={flagged})"
+    print(f"ingest: {summary}", file=sys.stderr)
+    missed = total == 0 and args.test_id is not None
+    exit_code = EXIT_DATAERR if missed else EXIT_OK
+    reason = summary
+    if missed:
+        reason = f"no attempt of test {args.test_id!r} in the reports" + _closest(args)
+    # With --out, stdout is free for a summary; without it, the records are the output.
+    counted = {
+        "input": list(args.reports),
+        "out": args.out,
+        "test_id": args.test_id,
+        "attempts": total,
+        "results": {k: v for k, v in sorted(counts.items()) if k != "flagged"},
+        "flagged": flagged,
+        "exit": exit_code,
+    }
+    out.emit(
+        Result(
+            json=counted if args.out is not None else None,
+            row=_row(args, "NO_ATTEMPT" if missed else "READ", exit_code, reason),
+        )
+    )
+    if missed:
+        warn(f"ingest: {reason}")
+    return out.finish(exit_code)
+
+
+def _row(args: argparse.Namespace, code: str, exit_code: int, reason: str) -> SummaryRow:
+    """The ``--format github`` row: what was read, into which file (--out)."""
+    return SummaryRow(
+        test=args.test_id or "",
+        policy="ingest",
+        code=code,
+        exit=exit_code,
+        reason=reason,
+        evidence=args.out or "",
+        refused=exit_code != EXIT_OK,
+    )

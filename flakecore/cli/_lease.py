@@ -14,8 +14,17 @@ import datetime as dt
 import os
 from collections.abc import Sequence
 
+from flakecore._wording import plural
 from flakecore.classify import ClassifyDecision
-from flakecore.cli._common import flat, parse_now, warn, write_record
+from flakecore.cli._common import (
+    add_patch_hash_argument,
+    file_of,
+    flat,
+    parse_now,
+    read_one,
+    warn,
+    write_record,
+)
 from flakecore.cli._config import add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments
@@ -30,7 +39,7 @@ from flakecore.gate.ledger import (
     record_bytes,
     record_file_name,
 )
-from flakecore.lease import Roles, build_lease, lease_problems, short_form
+from flakecore.lease import LEASE_FORMAT, Roles, build_lease, lease_problems, short_form
 
 __all__ = ["register"]
 
@@ -39,7 +48,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``lease`` verbs."""
     lease = sub.add_parser(
         "lease",
-        help="open, show and check flake leases (SPEC 3.4)",
+        help="open, show and check flake leases (docs/policies.md)",
         description=(
             "Open, show and check leases. There is no renewal: an expired lease is invalid."
         ),
@@ -63,13 +72,30 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "65 unusable report, 66 missing report, 73 the lease could not be written"
         ),
     )
-    opener.add_argument("--report", required=True, metavar="REPORT.json")
-    opener.add_argument("--test-id", required=True, metavar="ID")
-    opener.add_argument("--replay-host", required=True, metavar="RUNNER_ID")
-    opener.add_argument("--accepted-by", required=True, metavar="ID")
+    opener.add_argument(
+        "--report",
+        required=True,
+        metavar="REPORT.json",
+        help="the classify report of the replays (schemas/classify-report.v1.json; - for stdin)",
+    )
+    opener.add_argument("--test-id", required=True, metavar="ID", help="the test to freeze")
+    opener.add_argument(
+        "--replay-host",
+        required=True,
+        metavar="RUNNER_ID",
+        help="the runner that ran the replays, as flakecore runner-id printed it there",
+    )
+    opener.add_argument(
+        "--accepted-by",
+        required=True,
+        metavar="ID",
+        help="the reviewer or policy job accepting the lease (not the host, not the author)",
+    )
     opener.add_argument("--patch-author", metavar="ID", help="required for a lease to open")
-    opener.add_argument("--patch-hash", metavar="H")
-    opener.add_argument("--oracle-version", metavar="V")
+    add_patch_hash_argument(opener, required=False, help="bind the lease to one patch")
+    opener.add_argument(
+        "--oracle-version", metavar="V", help="bind the lease to this oracle version"
+    )
     opener.add_argument("--canary", metavar="JOB", help="canary job (when the report names none)")
     opener.add_argument("--now", metavar="RFC3339", help="evaluation time instead of the clock")
     opener.add_argument("--dir", metavar="LEASE_DIR", help="default: lease_dir from the config")
@@ -83,13 +109,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Print a lease: the short key=value form, or the record with --json.",
         epilog=(
             "exit: 0 the lease is valid now; 8 it is invalid (reasons on stderr); "
-            "65 unusable file, 66 missing file"
+            "65 unusable file or another kind of record (a ledger row), 66 missing file"
         ),
     )
-    show.add_argument("file", metavar="FILE")
+    show.add_argument("file", metavar="FILE", help="a lease file, or - for stdin")
     show.add_argument("--now", metavar="RFC3339", help="evaluation time instead of the clock")
-    show.add_argument("--patch-hash", metavar="H")
-    show.add_argument("--oracle-version", metavar="V")
+    add_patch_hash_argument(
+        show, required=False, help="the lease must be bound to this patch (else invalid)"
+    )
+    show.add_argument(
+        "--oracle-version",
+        metavar="V",
+        help="the lease must be bound to this oracle version (else invalid)",
+    )
     add_output_arguments(show)
     add_config_arguments(show)
     show.set_defaults(run=_run_show)
@@ -107,8 +139,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ),
     )
     check.add_argument("dirs", nargs="*", metavar="DIR", help="lease or ledger directory (or file)")
-    check.add_argument("--patch-hash", metavar="H", help="every lease must be bound to this patch")
-    check.add_argument("--oracle-version", metavar="V", help="... and to this oracle version")
+    add_patch_hash_argument(check, required=False, help="every lease must be bound to this patch")
+    check.add_argument(
+        "--oracle-version", metavar="V", help="every lease must be bound to this oracle version"
+    )
     check.add_argument("--now", metavar="RFC3339", help="evaluation time instead of the clock")
     add_output_arguments(check)
     add_config_arguments(check)
@@ -125,15 +159,14 @@ def _run_open(args: argparse.Namespace) -> int:
     out = Output.chosen(args, "flakecore lease open")
     config = config_from_args(args)
     now = parse_now(args.now)
-    patch_hash = _nonblank_or_none(args.patch_hash, "--patch-hash")
     oracle = _nonblank_or_none(args.oracle_version, "--oracle-version")
-    report = read_record(args.report)
+    report = read_one(args.report)
     directory = args.dir or config.resolve(config.lease_dir)
     roles = Roles(
         replay_host=args.replay_host,
         accepted_by=args.accepted_by,
         patch_author=args.patch_author,
-        patch_hash=patch_hash,
+        patch_hash=args.patch_hash,
         oracle_version=oracle,
     )
     outcome = build_lease(
@@ -209,7 +242,7 @@ def _open_result(  # noqa: PLR0917
         reason=why,
         evidence=evidence,
         refused=not opened,
-        file=None if opened else args.report,
+        file=None if opened else file_of(args.report),
     )
     return Result(json=data, text=text, row=row)
 
@@ -218,7 +251,14 @@ def _run_show(args: argparse.Namespace) -> int:
     out = Output.chosen(args, "flakecore lease show")
     config = config_from_args(args)
     now = parse_now(args.now)
-    record = read_record(args.file)
+    record = read_one(args.file)
+    kind = record.get("format")
+    if isinstance(kind, str) and kind.startswith("flakecore.") and kind != LEASE_FORMAT:
+        raise InputError(
+            f"a {kind.removeprefix('flakecore.')} record ({kind!r}), not a lease "
+            f"({LEASE_FORMAT!r}): lease show reads one lease; lease check judges every kind",
+            source=args.file,
+        )
     problems = lease_problems(
         record,
         now=now,
@@ -236,7 +276,7 @@ def _run_show(args: argparse.Namespace) -> int:
         reason="; ".join(problems) if problems else short_form(record),
         evidence=args.file,
         refused=bool(problems),
-        file=args.file,
+        file=file_of(args.file),
     )
     out.emit(Result(json=record, text=[short_form(record)], row=row))
     for problem in problems:
@@ -248,8 +288,7 @@ def _run_check(args: argparse.Namespace) -> int:
     out = Output.chosen(args, "flakecore lease check")
     config = config_from_args(args)
     now = parse_now(args.now)
-    patch_hash = _nonblank_or_none(args.patch_hash, "--patch-hash")
-    oracle = _nonblank_or_none(args.oracle_version, "--oracle-version")
+    patch_hash, oracle = args.patch_hash, _nonblank_or_none(args.oracle_version, "--oracle-version")
     targets: list[tuple[str, bool]] = [(d, True) for d in args.dirs]
     if not targets:
         targets = [
@@ -340,12 +379,12 @@ def _check_results(
         policy="lease-check",
         code="VALID",
         exit=EXIT_OK,
-        reason=f"{len(checks)} records valid",
+        reason=f"{plural(len(checks), 'record')} valid",
         evidence="",
         refused=False,
     )
     summary = (
-        f"lease check: {len(checks)} records, {invalid} invalid"
+        f"lease check: {plural(len(checks), 'record')}, {invalid} invalid"
         + (f", {len(unreadable)} unreadable" if unreadable else "")
         + f" (exit={exit_code})"
     )

@@ -10,13 +10,20 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 
-from flakecore.cli._common import RecordWriteError, first_failure, flat, input_exit, parse_now
+from flakecore.cli._common import (
+    RecordWriteError,
+    file_of,
+    first_failure,
+    flat,
+    parse_now,
+    read_packets,
+)
 from flakecore.cli._config import add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments
 from flakecore.errors import InputError, UsageError
 from flakecore.exits import EXIT_OK
-from flakecore.gate.ledger import apply_budget, read_record, utc_today
+from flakecore.gate.ledger import apply_budget, utc_today
 
 __all__ = ["register"]
 
@@ -25,7 +32,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``ledger`` verbs."""
     ledger = sub.add_parser(
         "ledger",
-        help="apply a seed-budget decision to the ledger (SPEC 3.3)",
+        help="apply a seed-budget decision to the ledger (docs/policies.md)",
         description="The seed-budget ledger: one row per test id, one file per row.",
     )
     verbs = ledger.add_subparsers(dest="ledger_verb", metavar="ACTION", required=True)
@@ -33,8 +40,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "apply",
         help="run budget; FLAKE_CANDIDATE writes the row, STABLE_PASS deletes it",
         description=(
-            "Run budget on each packet. FLAKE_CANDIDATE writes (replaces) the row for its test "
-            "id; STABLE_PASS deletes it; every other code leaves the ledger untouched."
+            "Run budget on each packet (a budget packet, or budget-run's budget.json as it is: "
+            "its packet counts only when it agrees with the record's own runs). FLAKE_CANDIDATE "
+            "writes (replaces) the row for its test id; STABLE_PASS deletes it; every other code "
+            "leaves the ledger untouched."
         ),
         epilog=(
             "exit: budget's exit (0 FLAKE_CANDIDATE, 1 INSUFFICIENT_BUDGET, 2 PROPERTY_MISS, "
@@ -43,7 +52,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "66 missing file, 73 the row could not be written or deleted"
         ),
     )
-    apply.add_argument("packets", nargs="+", metavar="BUDGET_PACKET.json")
+    apply.add_argument(
+        "packets",
+        nargs="+",
+        metavar="BUDGET.json",
+        help="budget packet, or the budget.json budget-run wrote; - reads stdin (JSON Lines, "
+        "or one record)",
+    )
     apply.add_argument("--dir", metavar="LEDGER_DIR", help="default: ledger_dir from the config")
     when = apply.add_mutually_exclusive_group()
     when.add_argument("--today", metavar="YYYY-MM-DD", help="UTC date the row's expiry counts from")
@@ -71,15 +86,15 @@ def _run_apply(args: argparse.Namespace) -> int:
     today = _today(args)
     directory = args.dir or config.resolve(config.ledger_dir)
     exits: list[int] = []
-    for path in args.packets:
-        try:
-            packet = read_record(path)
-        except InputError as exc:
-            exits.append(input_exit(exc))
-            out.emit(_unreadable(path, exc, exits[-1]))
+    for packet in read_packets(args.packets):
+        path = packet.source
+        if packet.data is None:
+            assert packet.error is not None
+            exits.append(packet.error_exit)
+            out.emit(_unreadable(path, packet.error, exits[-1]))
             continue
         try:
-            action = apply_budget(directory, packet, today=today, policy=config.policy)
+            action = apply_budget(directory, packet.data, today=today, policy=config.policy)
         except OSError as exc:
             raise RecordWriteError(exc.filename or directory, exc.strerror or str(exc)) from None
         code = action.decision.exit_code
@@ -99,7 +114,7 @@ def _run_apply(args: argparse.Namespace) -> int:
             reason="; ".join((*action.decision.reasons, f"ledger {action.action}: {action.note}")),
             evidence=path,
             refused=code != EXIT_OK,
-            file=path,
+            file=file_of(path),
         )
         out.emit(
             Result(json={**action.to_json(), "input": path, "exit": code}, text=[text], row=row)
@@ -127,6 +142,6 @@ def _unreadable(path: str, error: InputError, code: int) -> Result:
         reason=str(error),
         evidence=path,
         refused=True,
-        file=path,
+        file=file_of(path),
     )
     return Result(json=record, stderr=[f"{error} (ledger untouched)"], row=row)

@@ -12,7 +12,7 @@ every format, through :func:`flakecore.cli._common.warn`.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
@@ -36,18 +36,52 @@ __all__ = [
 FORMATS: Final = ("text", "json", "github")
 
 
-def add_output_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--format text|json|github`` and ``--json``."""
+def _form(reports: bool) -> Callable[[str], str]:
+    """The ``--format`` value check; on a verb that reads reports, a report format gets a hint."""
+
+    def form(value: str) -> str:
+        if value in FORMATS:
+            return value
+        message = f"{value!r} is not an output format (text, json or github)"
+        if reports:
+            message += f"; the format of a test report is --report-format {value}"
+        raise argparse.ArgumentTypeError(message)
+
+    return form
+
+
+def add_output_arguments(parser: argparse.ArgumentParser, *, reports: bool = False) -> None:
+    """``--format text|json|github`` and ``--json``; ``reports``: the verb has ``--report-format``.
+
+    The old spelling of GitHub output, ``--github``, is refused with a hint.
+    """
     group = parser.add_argument_group("output")
     group.add_argument(
         "--format",
         dest="output_format",
-        choices=FORMATS,
+        type=_form(reports),
         default=None,
+        metavar="text|json|github",
         help="text (default), json (one object per line) or github (Actions annotations "
         "and a $GITHUB_STEP_SUMMARY table)",
     )
     group.add_argument("--json", action="store_true", help="shorthand for --format json")
+    group.add_argument(
+        "--github", nargs=0, action=_Removed, help=argparse.SUPPRESS, default=argparse.SUPPRESS
+    )
+
+
+class _Removed(argparse.Action):
+    """The removed ``--github``: a usage error that names the new spelling."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        parser.error(f"{option_string} was removed: write --format github")
 
 
 def output_format(args: argparse.Namespace) -> str:
@@ -84,42 +118,36 @@ class Result:
 
 
 class Output:
-    """Prints one verb's results in the chosen forms; :meth:`finish` appends the step summary.
+    """Prints one verb's results in the chosen format; :meth:`finish` appends the step summary."""
 
-    ``forms`` is normally the one ``--format``; ``replay`` and ``budget-run``
-    add ``github`` to text or json (their ``--format`` names the report format).
-    """
-
-    def __init__(self, title: str, *forms: str) -> None:
-        unknown = set(forms) - set(FORMATS)
-        if unknown:
-            raise ValueError(f"unknown output forms {sorted(unknown)}")
+    def __init__(self, title: str, form: str) -> None:
+        if form not in FORMATS:
+            raise ValueError(f"unknown output format {form!r}")
         self.title = title
-        self.forms = frozenset(forms)
+        self.form = form
         self._rows: list[SummaryRow] = []
 
     @classmethod
-    def chosen(cls, args: argparse.Namespace, title: str, *, github: bool = True) -> Output:
-        """The ``--format``/``--json`` output; without ``github``, ``--format github`` is text."""
-        fmt = output_format(args)
-        return cls(title, "text" if fmt == "github" and not github else fmt)
+    def chosen(cls, args: argparse.Namespace, title: str) -> Output:
+        """The output ``--format``/``--json`` chose."""
+        return cls(title, output_format(args))
 
     def emit(self, result: Result) -> None:
-        """Print ``result`` in every chosen form (for GitHub: its annotation, now)."""
-        if "json" in self.forms and result.json is not None:
+        """Print ``result`` in the chosen form (for GitHub: its annotation, now)."""
+        if self.form == "json" and result.json is not None:
             write_json_line(dict(result.json))
-        if "text" in self.forms:
+        elif self.form == "text":
             for line in result.text:
                 print(line, flush=True)
             for line in result.stderr:
                 warn(line)
-        if "github" in self.forms and result.row is not None:
+        elif self.form == "github" and result.row is not None:
             print(result.row.annotation(), flush=True)
             self._rows.append(result.row)
 
     def finish(self, exit_code: int) -> int:
         """The exit code, after the step summary; one that cannot be written turns 0 into 74."""
-        if "github" not in self.forms:
+        if self.form != "github":
             return exit_code
         error = append_step_summary(self.title, self._rows)
         if error is None:

@@ -8,14 +8,21 @@ from __future__ import annotations
 
 import argparse
 
-from flakecore.cli._common import flat, warn, write_record
+from flakecore.cli._common import (
+    add_patch_hash_argument,
+    flat,
+    one_stdin,
+    read_one,
+    warn,
+    write_record,
+)
 from flakecore.cli._config import add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments, reason_text
 from flakecore.decide import decide
 from flakecore.errors import InputError
 from flakecore.exits import EXIT_OK
-from flakecore.gate.ledger import read_record, record_bytes
+from flakecore.gate.ledger import record_bytes
 from flakecore.gate.vote import assemble_packet, run_record_problems
 
 __all__ = ["register"]
@@ -27,8 +34,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "packet",
         help="assemble the 13-field decide packet from the local and clean run records",
         description=(
-            "Assemble the clean-runner packet (SPEC 3.2) from two run records. A field a run "
-            "record does not prove is left out, never copied from the other run: a clean run "
+            "Assemble the clean-runner packet (docs/policies.md) from two run records. A field "
+            "a run record does not prove is left out, never copied from the other run: a clean run "
             "that did not echo its fixture or input hash makes decide say CLEAN_RUN_UNAVAILABLE."
         ),
         epilog=(
@@ -37,11 +44,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "66 missing file, 73 the output could not be written"
         ),
     )
-    parser.add_argument("--test-id", required=True, metavar="ID")
-    parser.add_argument("--patch-hash", required=True, metavar="H")
-    parser.add_argument("--oracle-version", required=True, metavar="V")
-    parser.add_argument("--local", required=True, metavar="RUN.json", help="local run record")
-    parser.add_argument("--clean", required=True, metavar="RUN.json", help="clean run record")
+    parser.add_argument("--test-id", required=True, metavar="ID", help="the test the vote is about")
+    add_patch_hash_argument(parser, required=True, help="the patch the vote is about")
+    parser.add_argument(
+        "--oracle-version",
+        required=True,
+        metavar="V",
+        help="the test oracle's version: a new oracle is a new vote",
+    )
+    parser.add_argument(
+        "--local",
+        required=True,
+        metavar="RUN.json",
+        help="run record of the run that saw the failure (- for stdin)",
+    )
+    parser.add_argument(
+        "--clean",
+        required=True,
+        metavar="RUN.json",
+        help="run record of the clean run on a distinct runner (- for stdin)",
+    )
     parser.add_argument("--out", metavar="PACKET.json", help="write the packet here (atomically)")
     parser.add_argument("--decide", action="store_true", help="also judge the packet with decide")
     add_output_arguments(parser)
@@ -50,7 +72,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _read_run(path: str, args: argparse.Namespace) -> dict[str, object]:
-    record = read_record(path)
+    record = read_one(path)
     problems = run_record_problems(
         record, test_id=args.test_id, patch_hash=args.patch_hash, oracle_version=args.oracle_version
     )
@@ -62,6 +84,7 @@ def _read_run(path: str, args: argparse.Namespace) -> dict[str, object]:
 def _run(args: argparse.Namespace) -> int:
     out = Output.chosen(args, "flakecore packet")
     config = config_from_args(args)
+    one_stdin(args.local, args.clean)
     local = _read_run(args.local, args)
     clean = _read_run(args.clean, args)
     assembly = assemble_packet(

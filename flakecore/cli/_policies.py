@@ -10,7 +10,7 @@ from typing import Any
 from flakecore.admit import admit
 from flakecore.budget import budget
 from flakecore.classify import ClassifyDecision, classify
-from flakecore.cli._common import Packet, first_failure, parse_now, read_packets
+from flakecore.cli._common import Packet, file_of, first_failure, parse_now, read_packets
 from flakecore.cli._config import add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments, reason_text
@@ -18,6 +18,7 @@ from flakecore.codes import AdmitCode, BudgetCode, ClassifyClass, DecideCode, Po
 from flakecore.decide import decide
 from flakecore.decision import DECISION_FORMAT, DECISION_FORMAT_VERSION, Decision
 from flakecore.errors import UsageError
+from flakecore.gate.seedrun import budget_evidence
 from flakecore.policy import Policy
 
 __all__ = ["register"]
@@ -25,7 +26,7 @@ __all__ = ["register"]
 AnyDecision = Decision[Any]
 Judge = Callable[[Mapping[str, object], dt.datetime, Policy], AnyDecision]
 
-#: What a packet that cannot be read becomes, per policy (SPEC 7: a refusal, never a skip).
+#: What a packet that cannot be read becomes, per policy (README.md, CLI: a refusal, never a skip).
 _UNREADABLE: dict[PolicyName, Any] = {
     PolicyName.ADMIT: AdmitCode.REJECT_INCOMPLETE,
     PolicyName.DECIDE: DecideCode.MISSING_FIELD,
@@ -36,9 +37,16 @@ _UNREADABLE: dict[PolicyName, Any] = {
 _JUDGES: dict[PolicyName, Judge] = {
     PolicyName.ADMIT: lambda p, _now, policy: admit(p, policy=policy),
     PolicyName.DECIDE: lambda p, _now, policy: decide(p, policy=policy),
-    PolicyName.BUDGET: lambda p, _now, policy: budget(p, policy=policy),
+    PolicyName.BUDGET: lambda p, _now, policy: _budget(p, policy),
     PolicyName.CLASSIFY: lambda p, now, policy: classify(p, now=now, policy=policy),
 }
+
+
+def _budget(record: Mapping[str, object], policy: Policy) -> AnyDecision:
+    """A budget packet, or budget-run's ``budget.json`` as it is (its packet, checked)."""
+    packet, refused = budget_evidence(record, policy=policy)
+    return refused or budget(packet, policy=policy)
+
 
 _HELP = {
     PolicyName.ADMIT: (
@@ -93,17 +101,35 @@ def _add_classify_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
         "evidence as flags (instead of FILE; a flag left out is missing evidence)"
     )
-    group.add_argument("--property-verdict", metavar="pass|fail")
-    group.add_argument("--pin-status", metavar="match|mismatch")
-    group.add_argument("--origin-passed", metavar="true|false")
+    group.add_argument(
+        "--property-verdict", metavar="pass|fail", help="the property's verdict on this run"
+    )
+    group.add_argument(
+        "--pin-status",
+        metavar="match|mismatch",
+        help="whether the fixture matched its pinned sha256 (--pinned-sha256)",
+    )
+    group.add_argument(
+        "--origin-passed",
+        metavar="true|false",
+        help="whether the failing run itself passed (false: it was red)",
+    )
     group.add_argument(
         "--replay", metavar="green,red,...", help="replay results in order (green/red)"
     )
-    group.add_argument("--owner", metavar="ID")
-    group.add_argument("--expires-at", metavar="RFC3339")
+    group.add_argument("--owner", metavar="ID", help="who owns the lease (a plain identity)")
+    group.add_argument(
+        "--expires-at",
+        metavar="RFC3339",
+        help="when the lease ends, with an offset; at most max_lease_days from now",
+    )
     group.add_argument("--budget", type=int, metavar="N", help="replay budget (default: policy)")
-    group.add_argument("--pinned-sha256", metavar="DIGEST")
-    group.add_argument("--canary", metavar="JOB")
+    group.add_argument(
+        "--pinned-sha256",
+        metavar="DIGEST",
+        help="the fixture's pinned digest: sha256sum FIXTURE (64 hex; a sha256: prefix is dropped)",
+    )
+    group.add_argument("--canary", metavar="JOB", help="the canary job that watches the lease")
 
 
 _FLAG_FIELDS = (
@@ -204,12 +230,6 @@ def _runner(name: PolicyName) -> Callable[[argparse.Namespace], int]:
     return run
 
 
-def _file_of(packet: Packet) -> str | None:
-    """The packet's file for an annotation; standard input (``-``, ``-:3``) has none."""
-    source = packet.source
-    return None if not source or source == "-" or source.startswith("-:") else source
-
-
 def _summary_row(
     record: Mapping[str, object], packet: Packet, exit_code: int, reason: str
 ) -> SummaryRow:
@@ -224,5 +244,5 @@ def _summary_row(
         reason=reason,
         evidence=packet.source or "flags",
         refused=record.get("accepted") is not True,
-        file=_file_of(packet),
+        file=file_of(packet.source),
     )

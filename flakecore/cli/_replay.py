@@ -1,4 +1,4 @@
-"""``flakecore replay`` and ``flakecore budget-run``: run SPEC's procedures, then decide.
+"""``flakecore replay`` and ``flakecore budget-run``: run a procedure of docs/gate.md, then decide.
 
 These verbs are the only place the gate procedures meet the adapters: the
 replay's report judge is built here from ``flakecore_adapters.iter_attempts``
@@ -21,7 +21,7 @@ from typing import Any, cast
 from flakecore.cli._common import adapters, die
 from flakecore.cli._config import add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
-from flakecore.cli._output import Output, Result, reason_text
+from flakecore.cli._output import Output, Result, add_output_arguments, reason_text
 from flakecore.decision import Decision
 from flakecore.errors import UsageError
 from flakecore.evidence import Attempt
@@ -29,8 +29,10 @@ from flakecore.exits import EXIT_CANTCREAT, EXIT_IOERR
 from flakecore.gate.replay import (
     ExitStatusJudge,
     Judge,
+    ReplayOutcome,
     ReplayRequest,
     ReportJudge,
+    ReportReader,
     run_replay,
 )
 from flakecore.gate.runtime import Terminated, adopt_orphans, remove_file, signals_raise
@@ -79,7 +81,6 @@ def _common_run_flags(parser: argparse.ArgumentParser) -> None:
         default="1",
         help="exit statuses that mean 'the assertion failed' (default: 1, pytest's)",
     )
-    parser.add_argument("--json", action="store_true", help="print the decision as JSON")
     parser.add_argument("command", nargs="*", metavar="COMMAND", help="the test command, after --")
 
 
@@ -88,9 +89,9 @@ def _register_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "replay",
         help="replay the base commit in a detached worktree and decide with admit",
         description=(
-            "SPEC 3.1's base replay: hash the claim on this checkout, replay the unmodified "
-            "base commit in a detached git worktree (refused unless exact and clean), count "
-            "attempts and misses, re-hash both trees after every attempt, decide with admit, "
+            "The base replay (docs/gate.md): hash the claim on this checkout, replay the "
+            "unmodified base commit in a detached git worktree (refused unless exact and clean), "
+            "count attempts and misses, re-hash both trees after every attempt, decide with admit, "
             "write the freeze record only for ACCEPT_PREEXISTING, remove the worktree always."
         ),
         epilog=_REPLAY_EPILOG,
@@ -100,10 +101,23 @@ def _register_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     parser.add_argument(
         "--attempts", type=int, metavar="N", help="base attempts (default and maximum: the cap)"
     )
-    parser.add_argument("--property-file", required=True, metavar="PATH")
-    parser.add_argument("--epoch-lock", required=True, metavar="PATH")
     parser.add_argument(
-        "--claimed-epoch", required=True, metavar="DIGEST", help="sha256 of the epoch lock"
+        "--property-file",
+        required=True,
+        metavar="PATH",
+        help="the property's source file in this checkout (hashed on both trees)",
+    )
+    parser.add_argument(
+        "--epoch-lock",
+        required=True,
+        metavar="PATH",
+        help="the fixture epoch lock file in this checkout (hashed on both trees)",
+    )
+    parser.add_argument(
+        "--claimed-epoch",
+        required=True,
+        metavar="DIGEST",
+        help="the epoch the claim names: the lock's sha256, as sha256sum EPOCH_LOCK prints it",
     )
     patch = parser.add_mutually_exclusive_group(required=True)
     patch.add_argument("--patch-misses", type=int, metavar="N", help="misses of the patch run")
@@ -113,14 +127,27 @@ def _register_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         metavar="FILE",
         help="the patch run's attempt log (repeat for several workers)",
     )
+    patch.add_argument(
+        "--patch-report",
+        action="append",
+        metavar="FILE",
+        help="the patch run's test report, read as --report-format says (repeat for several); "
+        "the --test-id test's failed attempts are the patch misses",
+    )
     parser.add_argument(
         "--report", metavar="FILE", help="report the COMMAND writes (relative to the worktree)"
     )
     parser.add_argument(
-        "--format", default="auto", help="report format for the adapters (default: auto)"
+        "--report-format",
+        default="auto",
+        metavar="FORMAT",
+        help="format of --report: auto (the default: from the content) or a name the adapters "
+        "register (junit, pytest-json, ...: see docs/adapters.md)",
     )
     parser.add_argument(
-        "--test-id", metavar="ID", help="the test in the report; recorded as property_id"
+        "--test-id",
+        metavar="ID",
+        help="the test to read from --report and --patch-report; recorded as property_id",
     )
     parser.add_argument(
         "--out", required=True, metavar="RECORD.json", help="freeze record (written on accept)"
@@ -135,8 +162,8 @@ def _register_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "(e.g. build the base its own venv)",
     )
     _common_run_flags(parser)
+    add_output_arguments(parser, reports=True)
     add_config_arguments(parser)
-    _github_flag(parser)
     parser.set_defaults(run=_run_replay)
 
 
@@ -145,13 +172,18 @@ def _register_budget_run(sub: argparse._SubParsersAction[argparse.ArgumentParser
         "budget-run",
         help="observe a fixed seed budget and decide with budget",
         description=(
-            "SPEC 3.3's seed budget: compare the parent fixture (from --base) with the head "
-            "fixture, score the property on the parent fixture, run each committed seed "
+            "The seed-budget run (docs/gate.md): compare the parent fixture (from --base) with "
+            "the head fixture, score the property on the parent fixture, run each committed seed "
             "exactly once, write the observation to --out, decide with budget."
         ),
         epilog=_BUDGET_EPILOG,
     )
-    parser.add_argument("--test-id", required=True, metavar="ID")
+    parser.add_argument(
+        "--test-id",
+        required=True,
+        metavar="ID",
+        help="the test the budget is about (its ledger row)",
+    )
     parser.add_argument(
         "--base", required=True, metavar="REV", help="the parent commit (required: no guessing)"
     )
@@ -172,8 +204,8 @@ def _register_budget_run(sub: argparse._SubParsersAction[argparse.ArgumentParser
     )
     parser.add_argument("--out", required=True, metavar="budget.json", help="observation record")
     _common_run_flags(parser)
+    add_output_arguments(parser)
     add_config_arguments(parser)
-    _github_flag(parser)
     parser.set_defaults(run=_run_budget)
 
 
@@ -213,20 +245,32 @@ def _output_fd() -> int:
 _IterAttempts = Callable[..., Iterable[Attempt]]
 
 
-def _report_judge(args: argparse.Namespace) -> ReportJudge:
+def _report_reader(args: argparse.Namespace, flag: str, name: str | None) -> ReportReader:
+    """The adapters' reader of ``--test-id``'s attempts, in ``--report-format``.
+
+    ``name`` names the report in records and errors (None: its path).
+    """
     if args.test_id is None:
-        raise UsageError("replay: --report needs --test-id (the one test to read from it)")
-    module = adapters("replay --report", report_format=args.format)
+        raise UsageError(f"replay: {flag} needs --test-id (the one test to read from it)")
+    module = adapters(f"replay {flag}", report_format=args.report_format)
     iter_attempts = cast(_IterAttempts, module.iter_attempts)
-    fmt, report, test_id = args.format, args.report, args.test_id
+    fmt, test_id = args.report_format, args.test_id
 
     def read(path: Path) -> Iterable[Attempt]:
-        return iter_attempts(os.fspath(path), format=fmt, source_name=report, test_id=test_id)
+        source = os.fspath(path) if name is None else name
+        return iter_attempts(os.fspath(path), format=fmt, source_name=source, test_id=test_id)
+
+    return read
+
+
+def _report_judge(args: argparse.Namespace) -> ReportJudge:
+    read = _report_reader(args, "--report", args.report)
+    module, fmt = adapters("replay --report"), args.report_format
 
     def ids(path: Path) -> Iterable[str]:
         return cast(Iterable[str], module.iter_test_ids(os.fspath(path), format=fmt))
 
-    return ReportJudge(report=report, test_id=test_id, read=read, ids=ids)
+    return ReportJudge(report=args.report, test_id=args.test_id, read=read, ids=ids)
 
 
 def _progress(attempt: int, total: int, misses: int) -> None:
@@ -235,22 +279,6 @@ def _progress(attempt: int, total: int, misses: int) -> None:
 
 def _stopped(exc: Terminated) -> int:
     return die(f"stopped by {exc} (worktree removed, no freeze record)", 128 + exc.signum)
-
-
-def _github_flag(parser: argparse.ArgumentParser) -> None:
-    # Here --format names the *report* format (the issue's replay syntax), so the
-    # GitHub output every other verb spells --format github is its own flag.
-    parser.add_argument(
-        "--github",
-        action="store_true",
-        help="also write a GitHub Actions annotation and a $GITHUB_STEP_SUMMARY row",
-    )
-
-
-def _output(args: argparse.Namespace, verb: str) -> Output:
-    """``--json`` or text, and with ``--github`` also the annotation and the summary row."""
-    forms = ["json" if args.json else "text"] + (["github"] if args.github else [])
-    return Output(f"flakecore {verb}", *forms)
 
 
 def _row(test: str, evidence: str, decision: Decision[Any]) -> SummaryRow:
@@ -275,6 +303,7 @@ def _run_replay(args: argparse.Namespace) -> int:
         judge = _report_judge(args)
     else:
         judge = ExitStatusJudge(_miss_codes(args.miss_exit_codes))
+    patch_reader = _report_reader(args, "--patch-report", None) if args.patch_report else None
     request = ReplayRequest(
         checkout=Path.cwd(),
         base=args.base,
@@ -286,6 +315,7 @@ def _run_replay(args: argparse.Namespace) -> int:
         attempts=args.attempts,
         patch_misses=args.patch_misses,
         patch_logs=tuple(Path(p) for p in args.patch_log or ()),
+        patch_reports=tuple(Path(p) for p in args.patch_report or ()),
         property_id=args.test_id,
         timeout_s=args.timeout,
         seed_env=args.seed_env,
@@ -302,6 +332,7 @@ def _run_replay(args: argparse.Namespace) -> int:
                 progress=_progress if sys.stderr.isatty() else None,
                 output=_output_fd(),
                 policy=policy,
+                patch_reader=patch_reader,
             )
     except Terminated as exc:
         return _stopped(exc)
@@ -322,15 +353,23 @@ def _run_replay(args: argparse.Namespace) -> int:
     ]
     if outcome.freeze is not None:
         text.append(f"freeze record: {out}")
-    output = _output(args, "replay")
+    output = Output.chosen(args, "flakecore replay")
     output.emit(
         Result(
             json={**decision.to_json(), "input": "replay", **outcome.to_json()},
             text=text,
-            row=_row(args.test_id or args.property_file, args.out, decision),
+            row=_row(args.test_id or args.property_file, _replay_evidence(args, outcome), decision),
         )
     )
     return output.finish(decision.exit_code)
+
+
+def _replay_evidence(args: argparse.Namespace, outcome: ReplayOutcome) -> str:
+    """The files the replay left to look at: the freeze record, the attempt log (if kept)."""
+    kept = [args.out] if outcome.freeze is not None else []
+    if args.log is not None and os.path.isfile(args.log):
+        kept.append(args.log)
+    return ", ".join(kept)
 
 
 def _run_budget(args: argparse.Namespace) -> int:
@@ -363,7 +402,7 @@ def _run_budget(args: argparse.Namespace) -> int:
         return die(f"{exc.filename or out}: I/O error: {exc.strerror}", EXIT_IOERR)
     decision = outcome.decision
     line = f"exit={decision.exit_code} budget={decision.code.value} -- {reason_text(decision)}"
-    output = _output(args, "budget-run")
+    output = Output.chosen(args, "flakecore budget-run")
     output.emit(
         Result(
             json={
@@ -373,7 +412,7 @@ def _run_budget(args: argparse.Namespace) -> int:
                 "record": outcome.record,
             },
             text=[line],
-            row=_row(args.test_id, args.out, decision),
+            row=_row(args.test_id, args.out if outcome.record is not None else "", decision),
         )
     )
     return output.finish(decision.exit_code)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments
 from flakecore.errors import UsageError
 from flakecore.exits import EXIT_OK
@@ -27,13 +28,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ),
         epilog="exit: 0 printed; 64 the image digest is malformed",
     )
-    parser.add_argument("--image", metavar="DIGEST", help="sha256:<64 hex> or <64 hex>")
+    parser.add_argument(
+        "--image",
+        metavar="DIGEST",
+        help="the job's image digest, sha256:<64 hex> or <64 hex> (e.g. docker inspect "
+        "--format '{{.Id}}' IMAGE)",
+    )
     add_output_arguments(parser)
     parser.set_defaults(run=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    out = Output.chosen(args, "flakecore runner-id", github=False)
+    out = Output.chosen(args, "flakecore runner-id")
     image = args.image
     origin = "--image"
     if image is None:
@@ -49,5 +55,14 @@ def _run(args: argparse.Namespace) -> int:
         "nonce": runner.nonce,
         "containerized": runner.containerized,
     }
-    out.emit(Result(json=record, text=[str(runner)]))
+    row = SummaryRow(
+        test="",
+        policy="runner-id",
+        code="ISSUED",
+        exit=EXIT_OK,
+        reason=str(runner),
+        evidence=origin or "no image digest given: local-uncontainerized",
+        refused=False,
+    )
+    out.emit(Result(json=record, text=[str(runner)], row=row))
     return out.finish(EXIT_OK)

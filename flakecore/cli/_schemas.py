@@ -17,7 +17,8 @@ import attrs
 
 from flakecore import validation
 from flakecore.cli._common import die, input_exit
-from flakecore.cli._output import Output, Result
+from flakecore.cli._github import SummaryRow
+from flakecore.cli._output import Output, Result, add_output_arguments
 from flakecore.errors import InputError, LimitError, UsageError
 from flakecore.exits import (
     EXIT_DATAERR,
@@ -58,18 +59,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "files", nargs="+", metavar="FILE", help="record file (JSON or JSON Lines), or - for stdin"
     )
     parser.add_argument("--kind", metavar="KIND", help="validate every record as this kind")
-    parser.add_argument(
-        "--json", action="store_true", help="print one JSON result object per record"
-    )
+    add_output_arguments(parser)
     parser.set_defaults(run=_run_validate)
 
     schema = sub.add_parser(
         "schema",
         help="print one of flakecore's JSON Schemas",
-        description="Print a shipped JSON Schema exactly as installed; without NAME, list names.",
+        description=(
+            "Print a shipped JSON Schema exactly as installed; without NAME, list the names. "
+            "With --format json: one object per schema, {kind, id} (and the schema itself "
+            "with NAME)."
+        ),
         epilog="exit: 0 printed, 64 unknown name (the known names are listed)",
     )
     schema.add_argument("name", nargs="?", metavar="NAME", help="schema name, e.g. decision")
+    add_output_arguments(schema)
     schema.set_defaults(run=_run_schema)
 
 
@@ -169,10 +173,12 @@ def _validate_files(args: argparse.Namespace) -> int:
         for unit in _units(name):
             if unit.record is None:
                 assert unit.error is not None
-                seen.add(input_exit(unit.error))
+                code = input_exit(unit.error)
+                seen.add(code)
                 counts["unusable"] += 1
                 record = {"input": unit.where, "valid": False, "error": str(unit.error)}
-                out.emit(Result(json=record, stderr=[str(unit.error)]))
+                row = _row(name, None, "UNUSABLE", code, str(unit.error), unit.where)
+                out.emit(Result(json=record, stderr=[str(unit.error)], row=row))
                 continue
             used, problems = _check(unit.record, kind)
             seen.add(VALIDATE_INVALID if problems else EXIT_OK)
@@ -183,22 +189,57 @@ def _validate_files(args: argparse.Namespace) -> int:
                 "valid": not problems,
                 "problems": [attrs.asdict(p) for p in problems],
             }
-            out.emit(Result(json=record, text=[f"{unit.where}: {p}" for p in problems]))
+            why = "; ".join(str(p) for p in problems)
+            bad = _row(name, used, "INVALID", VALIDATE_INVALID, why, unit.where)
+            text = [f"{unit.where}: {p}" for p in problems]
+            out.emit(Result(json=record, text=text, row=bad if problems else None))
+    exit_code = next((code for code in _SEVERITY if code in seen), EXIT_OK)
     summary = ", ".join(f"{n} {label}" for label, n in counts.items())
-    out.emit(Result(stderr=[f"validate: {summary}"]))
-    return next((code for code in _SEVERITY if code in seen), EXIT_OK)
+    valid = _row("", None, "VALID", EXIT_OK, summary, ", ".join(args.files))
+    out.emit(Result(stderr=[f"validate: {summary}"], row=None if exit_code else valid))
+    return out.finish(exit_code)
+
+
+def _row(  # noqa: PLR0917 - one GitHub row, its cells in column order
+    file: str, kind: str | None, code: str, exit_code: int, reason: str, where: str
+) -> SummaryRow:
+    """A ``--format github`` row: refused unless ``code`` is VALID; annotated at the file."""
+    return SummaryRow(
+        test="",
+        policy=f"validate {kind}" if kind else "validate",
+        code=code,
+        exit=exit_code,
+        reason=reason,
+        evidence=where,
+        refused=code != "VALID",
+        file=file if file and file != "-" else None,
+    )
 
 
 def _run_schema(args: argparse.Namespace) -> int:
+    out = Output.chosen(args, "flakecore schema")
     try:
         names = validation.schema_names()
     except validation.SchemasMissingError as exc:
         return die(str(exc), EXIT_SOFTWARE)
-    if args.name is None:
-        print("\n".join(names))
-        return EXIT_OK
-    if args.name not in names:
+    if args.name is not None and args.name not in names:
         raise UsageError(f"schema: unknown name {args.name!r}; known: {', '.join(names)}")
-    sys.stdout.buffer.write(validation.schema_bytes(args.name))
-    sys.stdout.flush()
-    return EXIT_OK
+    if args.name is not None and out.form == "text":
+        sys.stdout.buffer.write(validation.schema_bytes(args.name))
+        sys.stdout.flush()
+        return EXIT_OK
+    for name in [args.name] if args.name is not None else names:
+        row = SummaryRow(
+            test="",
+            policy="schema",
+            code=name,
+            exit=EXIT_OK,
+            reason=validation.schema_id(name),
+            evidence="",
+            refused=False,
+        )
+        record: dict[str, object] = {"kind": name, "id": validation.schema_id(name)}
+        if args.name is not None:
+            record["schema"] = validation.load_schema(name)
+        out.emit(Result(json=record, text=[name], row=row))
+    return out.finish(EXIT_OK)

@@ -160,9 +160,9 @@ def _logs(args: argparse.Namespace) -> dict[str, list[Path]]:
     return merged
 
 
-def _judges(triage: TriageConfig) -> Callable[[str], Judge]:
+def _judges(triage: TriageConfig | None) -> Callable[[str], Judge]:
     """How one replay attempt is told: from the configured report, or the exit status."""
-    if triage.report is None:
+    if triage is None or triage.report is None:
         return lambda _test_id: ExitStatusJudge()
     module = adapters("triage (the base's report setting)", report_format=triage.report_format)
     iter_attempts = cast(_IterAttempts, module.iter_attempts)
@@ -276,12 +276,6 @@ def _run(args: argparse.Namespace) -> int:
     config = _config(args, top)
     if (why := scored_table_reason(config)) is not None:
         warn(why)
-    if config.triage is None:
-        raise UsageError(
-            f"triage: base {config.source.revision}'s {args.config_path} has no "
-            "[tool.flakecore.triage] table: name the test command and the epoch lock there "
-            "(docs/triage.md)"
-        )
     judge_for = _judges(config.triage)
     red = find_red_tests(_logs(args), _reports(args), policy=config.policy)
     request = _request(args, top, config, red)
@@ -313,10 +307,16 @@ def _run(args: argparse.Namespace) -> int:
         f"{len(verdicts) - accepted} refused (exit={exit_code})"
     )
     if exit_code == TRIAGE_NOTHING_RED:
-        summary = (
-            "triage: the evidence holds no red test, so nothing can be accepted: if the run "
-            "was red, its cause is not in this evidence (a collection error? give the run's "
-            f"report with --report) (exit={exit_code})"
+        why = (
+            "the evidence holds no red test, so nothing can be accepted: if the run was red, "
+            "its cause is not in this evidence (a collection error? give the run's report "
+            "with --report)"
         )
-    out.emit(Result(stderr=[summary]))
+        warn(f"triage: {why} (exit={exit_code})")
+        row = SummaryRow(test="", policy="triage", code="NO_RED_TEST", exit=exit_code,
+                         reason=why, evidence=", ".join(args.log_dir + args.report),
+                         refused=True)  # fmt: skip
+        out.emit(Result(row=row))
+    else:
+        out.emit(Result(stderr=[summary]))
     return out.finish(exit_code)

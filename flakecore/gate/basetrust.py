@@ -1,10 +1,10 @@
-"""Base-only trust (SPEC 8): a record counts when the base revision holds the same bytes there.
+"""Base-only trust (docs/trust.md): a record counts when base holds the same bytes there.
 
 The default, with no keys at all: a lease, ledger row, freeze record,
 observation, run record or packet found in the scored checkout is evidence
 only when ``git cat-file`` of the same path in the base commit gives the
 same bytes -- it landed through review, in its own commit (a lease lands
-in its own reviewed commit, SPEC 3.3).  A record that base...HEAD adds or
+in its own reviewed commit, docs/policies.md).  A record that base...HEAD adds or
 changes is refused *with that reason*; with keys configured it may still
 count through a signature (:func:`read_trusted_record`).
 
@@ -28,9 +28,9 @@ from typing import Final
 
 import attrs
 
-from flakecore._fields import is_sha
 from flakecore.attestation import Untrusted, is_envelope, open_statement, parse_envelope
 from flakecore.codes import TrustReason
+from flakecore.digest import is_commit_id
 from flakecore.errors import InputError, MissingInputError, UnusableInputError, UsageError
 from flakecore.files import read_bytes_at
 from flakecore.gate.worktree import read_object, repo_toplevel, tree_entry
@@ -126,7 +126,7 @@ def _has_git(dir_fd: int) -> bool:
 
 def _base_verdict(top: Path, base_sha: str, path: str) -> tuple[TrustVerdict, bytes | None]:
     """The base-only verdict, and the checkout's bytes when they could be read."""
-    if not is_sha(base_sha):
+    if not is_commit_id(base_sha):
         raise UsageError(f"base {base_sha!r} is not a full commit id (resolve the ref first)")
     try:
         data = read_in_checkout(top, path)

@@ -1,6 +1,6 @@
 """Repository configuration: ``[tool.flakecore]`` in the repository's ``pyproject.toml``.
 
-Policy numbers are repository policy (SPEC 3), so they belong in the
+Policy numbers are repository policy (docs/policies.md), so they belong in the
 repository, reviewed like code, not in each CI script's flags.  The table
 holds the :class:`flakecore.policy.Policy` fields plus where the ledger and
 the leases live and which paths the coupling guard watches.  Flags override

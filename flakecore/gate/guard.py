@@ -1,4 +1,4 @@
-"""Path-coupling guard (SPEC 3.3): one diff must not change both the evidence and the ledger.
+"""Path-coupling guard (docs/leases.md): one diff must not change both evidence and ledger.
 
 A patch that edits a fixture, the oracle or a test body *and* writes the
 ledger row or lease that freezes that test is grading its own homework.  The

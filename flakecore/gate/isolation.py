@@ -1,4 +1,4 @@
-"""Base replay isolation (SPEC 8): the replayed command must not import the scored checkout.
+"""Base replay isolation (docs/trust.md): the replayed command must not import the scored checkout.
 
 A CI job usually installs the checkout under test into its environment
 (``pip install -e .``, ``pip install .``, a pytest plugin from it), and the

@@ -1,7 +1,7 @@
-"""The leases of a lease directory that count (SPEC 8), for a test runner that obeys them.
+"""The leases of a lease directory that count (docs/trust.md), for a test runner to obey.
 
 A lease lets one test's failure stop failing the run until it expires
-(SPEC 10), so a runner must know that the patch did not write it.  Every
+(docs/pytest.md), so a runner must know that the patch did not write it.  Every
 file of the directory is judged, and each must count or the whole run is
 refused -- an expired, forged, untrusted or malformed lease is never skipped:
 

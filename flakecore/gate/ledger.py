@@ -6,7 +6,7 @@ it never becomes a path.  Files are read and replaced through
 :mod:`flakecore.files` (regular files only, bounded; atomic writes through a
 random temporary file), so a reader sees the old record or the new one, never half.
 
-The ledger follows SPEC 3.3: a ``FLAKE_CANDIDATE`` writes the row for its
+The ledger follows ``budget`` (docs/policies.md): a ``FLAKE_CANDIDATE`` writes the row for its
 test id (replacing the previous one: only a new observation carries
 evidence), ``STABLE_PASS`` deletes it, every other code leaves the ledger
 untouched.  An expired row is absent; nothing here renews anything.
@@ -29,12 +29,13 @@ from typing import Final
 import attrs
 
 from flakecore._fields import MISSING, is_nonblank
-from flakecore.budget import BudgetDecision, budget, budget_verdict, ledger_row
+from flakecore._wording import plural
+from flakecore.budget import BudgetDecision, budget, ledger_row
 from flakecore.codes import BudgetCode, DecideCode
 from flakecore.decide import decide
 from flakecore.errors import InputError, MissingInputError
 from flakecore.files import read_bytes, write_atomic
-from flakecore.gate.seedrun import BUDGET_RUN_FORMAT, observation_packet
+from flakecore.gate.seedrun import budget_evidence
 from flakecore.gate.vote import DECIDE_PACKET_FORMAT
 from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object
 from flakecore.lease import LEASE_FORMAT, format_version_ok, lease_problems
@@ -157,8 +158,8 @@ def row_problems(row: object, *, today: dt.date, policy: Policy = DEFAULT_POLICY
             problems.append(f"expired: expires_on {expires.isoformat()} is not after {today}")
         elif expires - today > policy.max_lease:  # subtract: adding overflows past 9999
             problems.append(
-                f"expires_on {expires.isoformat()} is more than {policy.max_lease_days} days "
-                "away: a row that long is a permanent freeze"
+                f"expires_on {expires.isoformat()} is more than "
+                f"{plural(policy.max_lease_days, 'day')} away: so long a row is a permanent freeze"
             )
     return list(dict.fromkeys(problems))
 
@@ -349,6 +350,7 @@ class LedgerAction:
     action: str
     test_id: str | None
     path: str | None
+    """The row's file: written, deleted, or kept; None when no such file is or was there."""
     row: dict[str, object] | None
     note: str
 
@@ -371,33 +373,27 @@ def apply_budget(
     today: dt.date,
     policy: Policy = DEFAULT_POLICY,
 ) -> LedgerAction:
-    """Run :func:`flakecore.budget` on ``packet`` and change the ledger as SPEC 3.3 says.
+    """Run :func:`flakecore.budget` on ``packet`` and change the ledger (docs/policies.md).
 
     ``packet`` is a budget packet, or the ``budget.json`` that ``budget-run``
-    wrote: then the code is recomputed from the record's own runs first
-    (:func:`~flakecore.gate.seedrun.observation_packet`), and a packet that
-    disagrees with them is refused (``INSUFFICIENT_BUDGET``, nothing changes).
-    The directory is created when missing.  Only ``FLAKE_CANDIDATE`` writes
-    and only ``STABLE_PASS`` deletes; a process error (``INSUFFICIENT_BUDGET``)
-    and every rejecting code leave every file as it was.
+    wrote, as it is (:func:`~flakecore.gate.seedrun.budget_evidence`: its
+    packet counts only when it agrees with the record's own runs; otherwise
+    the packet is refused and nothing changes).  The directory is created
+    when missing.  Only ``FLAKE_CANDIDATE`` writes and only ``STABLE_PASS``
+    deletes; a process error (``INSUFFICIENT_BUDGET``) and every rejecting
+    code leave every file as it was.
     """
-    if isinstance(packet, Mapping) and packet.get("format") == BUDGET_RUN_FORMAT:
-        verified, problems = observation_packet(packet)
-        if verified is None:
-            test_id = packet.get("test_id")
-            return LedgerAction(
-                decision=budget_verdict(
-                    BudgetCode.INSUFFICIENT_BUDGET,
-                    *(f"the record disagrees with its own runs: {p}" for p in problems),
-                    policy=policy,
-                ),
-                action="refused",
-                test_id=test_id if isinstance(test_id, str) else None,
-                path=None,
-                row=None,
-                note="ledger untouched: the packet's summary is not what its recorded runs give",
-            )
-        packet = verified
+    packet, refused = budget_evidence(packet, policy=policy)
+    if refused is not None:
+        test_id = packet.get("test_id")
+        return LedgerAction(
+            decision=refused,
+            action="refused",
+            test_id=test_id if isinstance(test_id, str) else None,
+            path=None,
+            row=None,
+            note="ledger untouched: the packet's summary is not what its recorded runs give",
+        )
     decision = budget(packet, policy=policy)
     test_id = packet.get("test_id") if isinstance(packet, Mapping) else None
     if decision.code is BudgetCode.FLAKE_CANDIDATE:
@@ -443,7 +439,7 @@ def apply_budget(
                 decision=decision,
                 action="untouched",
                 test_id=test_id,
-                path=path,
+                path=None,
                 row=None,
                 note="no row for this test to delete",
             )
@@ -456,7 +452,8 @@ def apply_budget(
             note="stable pass: the row for this test is deleted",
         )
     note = f"ledger untouched: {decision.code.value} opens no row"
-    if os.path.lexists(path):
+    stored = os.path.lexists(path)
+    if stored:
         try:
             existing: dict[str, object] | None = read_record(path)
         except InputError:
@@ -466,7 +463,12 @@ def apply_budget(
         else:
             note += " (the stored row for this test stays until it expires)"
     return LedgerAction(
-        decision=decision, action="untouched", test_id=test_id, path=path, row=None, note=note
+        decision=decision,
+        action="untouched",
+        test_id=test_id,
+        path=path if stored else None,
+        row=None,
+        note=note,
     )
 
 

@@ -1,4 +1,4 @@
-"""Policy from the trusted revision (SPEC 8): ``[tool.flakecore]`` from base, not the working tree.
+"""Policy from the trusted revision (docs/trust.md): ``[tool.flakecore]`` from base, not the tree.
 
 The patch under judgement can edit ``pyproject.toml`` like any other file:
 ``attempt_cap = 1000`` farms a base miss, ``max_lease_days = 100000`` makes

@@ -1,4 +1,4 @@
-"""The base replay of SPEC 3.1, run for real: worktree, attempts, digests, ``admit``.
+"""The base replay (docs/gate.md), run for real: worktree, attempts, digests, ``admit``.
 
 ``admit`` judges a replay record; this module *produces* one, so a CI job
 never scripts the procedure by hand (and never gets it subtly wrong):
@@ -206,8 +206,10 @@ class ReplayRequest:
     """What to replay.  Relative paths are relative to ``checkout``.
 
     ``seed`` is the command-line text; the seed recorded (and compared with
-    the patch logs' seed, by value and type) is :attr:`pinned`.  Give
-    ``patch_misses`` or ``patch_logs`` (the patch run's attempt logs), not both.
+    the patch logs' seed, by value and type) is :attr:`pinned`.  Give exactly
+    one of ``patch_misses``, ``patch_logs`` (the patch run's attempt logs)
+    and ``patch_reports`` (the patch run's test reports, read by the
+    ``patch_reader`` given to :func:`run_replay`).
     """
 
     checkout: Path
@@ -230,6 +232,8 @@ class ReplayRequest:
     """Misses of the patch run, when given as a number."""
     patch_logs: tuple[Path, ...] = ()
     """Attempt logs of the patch run, reduced for ``patch_misses``."""
+    patch_reports: tuple[Path, ...] = ()
+    """Test reports of the patch run: ``property_id``'s failed attempts are its misses."""
     property_id: str | None = None
     """The test id, recorded as the packet's ``property_id``."""
     timeout_s: float | None = None
@@ -274,7 +278,8 @@ class ReplayOutcome:
 
     ``packet`` is None when the replay stopped before it could assemble one
     (the decision is then ``REJECT_INCOMPLETE``); ``freeze`` is the record
-    written for an ``ACCEPT_PREEXISTING``, else None.
+    written for an ``ACCEPT_PREEXISTING``, else None; ``log`` is the reduced
+    ``request.log``, None without one (a temporary log is gone with the worktree).
     """
 
     decision: AdmitDecision
@@ -319,8 +324,13 @@ def _validate(request: ReplayRequest, policy: Policy) -> int:
         )
     if not request.seed.strip():
         raise UsageError("replay: --seed is blank")
-    if (request.patch_misses is None) == (not request.patch_logs):
-        raise UsageError("replay: give --patch-misses N or --patch-log FILE (exactly one)")
+    given = (request.patch_misses is not None, request.patch_logs, request.patch_reports)
+    if sum(map(bool, given)) != 1:
+        raise UsageError(
+            "replay: give --patch-misses N, --patch-log FILE or --patch-report FILE (exactly one)"
+        )
+    if request.patch_reports and request.property_id is None:
+        raise UsageError("replay: --patch-report needs --test-id (the test whose misses count)")
     if request.patch_misses is not None and request.patch_misses < 0:
         raise UsageError("replay: --patch-misses must be 0 or more")
     if request.timeout_s is not None and not request.timeout_s > 0:
@@ -385,9 +395,12 @@ class _Replay:
         policy: Policy,
         progress: ProgressCallback | None,
         output: int,
+        *,
+        patch_reader: ReportReader | None = None,
     ) -> None:
         self.request = request
         self.judge = judge
+        self.patch_reader = patch_reader
         self.policy = policy
         self.progress = progress
         self.output = output
@@ -422,6 +435,8 @@ class _Replay:
         request = self.request
         if request.patch_misses is not None:
             return request.patch_misses
+        if request.patch_reports:
+            return self.reported_misses()
         summary = reduce_logs(request.patch_logs, policy=self.policy)
         if not summary.complete:
             raise _Refuse("patch log is incomplete: " + "; ".join(summary.reasons))
@@ -432,6 +447,20 @@ class _Replay:
                 "(seeds compare by value and type)"
             )
         return summary.misses
+
+    def reported_misses(self) -> int:
+        """The test's failed attempts in the patch run's reports; flagged evidence is refused."""
+        request, read = self.request, self.patch_reader
+        if read is None:
+            raise UsageError("replay: patch reports need a report reader (patch_reader)")
+        test_id = request.property_id
+        attempts = [a for path in request.patch_reports for a in read(path) if a.test_id == test_id]
+        if not attempts:
+            raise _Refuse(f"the patch reports have no attempt of {test_id!r}")
+        if flags := blocking_flags(attempts):
+            names = ", ".join(sorted(f.value for f in flags))
+            raise _Refuse(f"the patch reports' attempts of {test_id!r} are flagged: {names}")
+        return sum(a.is_miss for a in attempts)
 
     def run(self, attempts: int, out: Path | None) -> ReplayOutcome:
         request, policy = self.request, self.policy
@@ -504,7 +533,7 @@ class _Replay:
         self.observe(files, "--setup")
 
     def isolate(self, worktree: Path, top: Path, scratch: Path) -> None:
-        """Refuse a command whose interpreter would import the scored checkout (SPEC 8)."""
+        """Refuse a command whose interpreter would import the scored checkout (docs/trust.md)."""
         argv = substitute(self.request.command, seed=self.request.seed)
         try:
             leaks = find_leaks(
@@ -554,7 +583,9 @@ class _Replay:
     def decide(self, log: Path, patch_misses: int, out: Path | None) -> ReplayOutcome:
         request, policy = self.request, self.policy
         # 5. The log as written is the evidence; it must reduce cleanly and agree with us.
-        self.log = summary = reduce_logs([log], policy=policy)
+        summary = reduce_logs([log], policy=policy)
+        # A temporary log goes with the worktree: the outcome names only files that stay.
+        self.log = summary if request.log is not None else None
         if not summary.complete:
             raise _Refuse("attempt log is incomplete: " + "; ".join(summary.reasons))
         misses = sum(r.result is AttemptResult.MISS for r in self.runs)
@@ -601,8 +632,9 @@ def run_replay(
     out: Path | None = None,
     progress: ProgressCallback | None = None,
     output: int = subprocess.DEVNULL,
+    patch_reader: ReportReader | None = None,
 ) -> ReplayOutcome:
-    """Run SPEC 3.1's replay procedure and decide with :func:`flakecore.admit`.
+    """Run the base replay (docs/gate.md) and decide with :func:`flakecore.admit`.
 
     ``out`` is deleted first and written (atomically) only for
     ``ACCEPT_PREEXISTING``: a stale freeze record is never inherited.  The
@@ -613,8 +645,12 @@ def run_replay(
     (a missing property file, an unreadable patch log); every other problem
     is a ``REJECT_INCOMPLETE`` outcome.  ``output`` receives the command's
     stdout and stderr (a file descriptor; discarded by default).
+    ``patch_reader`` reads ``request.patch_reports`` (the CLI passes the
+    adapters' reader); an unusable patch report raises its
+    :class:`~flakecore.errors.InputError`.
     """
     if out is not None:
         remove_file(out)
     attempts = _validate(request, policy)
-    return _Replay(request, judge, policy, progress, output).run(attempts, out)
+    replay = _Replay(request, judge, policy, progress, output, patch_reader=patch_reader)
+    return replay.run(attempts, out)

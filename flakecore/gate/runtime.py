@@ -7,7 +7,7 @@ are stopped: SIGTERM's default action kills Python without running a single
 :func:`signals_raise` (a signal becomes an exception, cleanup runs) and
 :func:`signals_deferred` (a second signal cannot cut the cleanup short).
 
-Every attempt ends completely before anything reads its result (SPEC 8):
+Every attempt ends completely before anything reads its result (docs/trust.md):
 :func:`run_command` starts the command under its own reaper process
 (:mod:`flakecore.gate._reaper`), which is the subreaper of the attempt and
 kills and reaps every descendant -- also one that called ``setsid()`` or

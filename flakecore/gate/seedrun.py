@@ -1,6 +1,6 @@
-"""The seed-budget run of SPEC 3.3, for real: digests, property, one run per seed.
+"""The seed-budget run (docs/gate.md), for real: digests, property, one run per seed.
 
-``budget`` judges an observation; this module makes one, in SPEC's order,
+``budget`` judges an observation; this module makes one, in the policy's order,
 stopping as early as the table allows:
 
 1. the parent fixture (the base commit's blob) and the head fixture are
@@ -26,6 +26,7 @@ import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Final
 
 import attrs
 
@@ -44,16 +45,19 @@ from flakecore.gate.runtime import (
     substitute,
 )
 from flakecore.gate.worktree import GitError, read_blob, repo_toplevel, resolve_commit
+from flakecore.lease import format_version_ok
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import BudgetPacket, Seed
 from flakecore.seeds import seed_from_text
 
 __all__ = [
+    "BUDGET_RUN_FIELDS",
     "BUDGET_RUN_FORMAT",
     "BudgetRunOutcome",
     "BudgetRunRequest",
     "DigestKind",
     "SeedRun",
+    "budget_evidence",
     "fixture_digest",
     "observation_packet",
     "parse_seeds",
@@ -62,6 +66,14 @@ __all__ = [
 
 #: ``format`` of the record ``budget-run`` writes (``budget.json``).
 BUDGET_RUN_FORMAT = "flakecore.budget-run"
+#: The fields of ``budget.json`` and of its parts (schemas/budget-run.v1.json).
+BUDGET_RUN_FIELDS: Final = {
+    "": ("format", "format_version", "test_id", "parent", "head", "property", "runs", "packet"),
+    "parent": ("base", "commit", "path", "digest", "digest_kind"),
+    "head": ("path", "digest", "digest_kind", "digest_after_run"),
+    "property": ("command", "holds", "exit", "timed_out", "duration_s"),
+    "runs": ("seed", "result", "exit", "duration_s"),
+}
 #: How a fixture was digested: ``canonical-json`` or ``file`` (raw bytes).
 DigestKind = str
 
@@ -85,7 +97,7 @@ def parse_seeds(text: str) -> tuple[Seed, ...]:
     Only canonical decimals become integers: ``007`` stays the string ``"007"``
     (reading it as ``7`` would silently run another seed).
 
-    Duplicates are kept: refusing them is ``budget``'s job (it names them).
+    Duplicates are kept here; :func:`run_budget` refuses them before anything runs.
     """
     seeds: list[Seed] = []
     for raw in text.split(","):
@@ -184,6 +196,11 @@ def _validate(request: BudgetRunRequest) -> None:
         )
     if request.timeout_s is not None and not request.timeout_s > 0:
         raise UsageError("budget-run: --timeout must be a positive number of seconds")
+    seeds = request.seeds or ()
+    if repeated := [s for i, s in enumerate(seeds) if any(_same(s, t) for t in seeds[:i])]:
+        raise UsageError(
+            f"budget-run: --seeds repeats {repeated[0]!r}: each committed seed runs exactly once"
+        )
 
 
 def _seed_result(run: CommandRun, miss_codes: frozenset[int]) -> AttemptResult:
@@ -354,7 +371,7 @@ class _BudgetRun:
         if holds is None and not rewritten:
             self.notes.append(f"the property was not scored: {run.describe()}")
         record["property"] = {
-            "command": list(run.argv),
+            "command": list(request.property_command),  # the copy it named is gone
             "holds": holds,
             "exit": run.returncode,
             "timed_out": run.timed_out,
@@ -470,6 +487,41 @@ def observation_packet(record: Mapping[str, object]) -> tuple[dict[str, object] 
     return (None if problems else dict(packet)), problems
 
 
+def budget_evidence(
+    record: Mapping[str, object], *, policy: Policy = DEFAULT_POLICY
+) -> tuple[Mapping[str, object], BudgetDecision | None]:
+    """The budget packet a record holds, and the refusal when it cannot be trusted.
+
+    A ``budget.json`` that ``budget-run`` wrote is accepted as it is: its
+    packet, once :func:`observation_packet` found it to agree with the
+    record's own runs (else the refusal is ``INSUFFICIENT_BUDGET``, naming
+    every disagreement, and every field no budget-run writes).  Any other
+    record is taken as a budget packet.
+    """
+    if record.get("format") != BUDGET_RUN_FORMAT:
+        return record, None
+    verified, problems = observation_packet(record)
+    reasons = [f"not a budget.json budget-run writes: {p}" for p in _shape_problems(record)]
+    reasons += [f"the record disagrees with its own runs: {p}" for p in problems]
+    if verified is None or reasons:
+        return record, budget_verdict(BudgetCode.INSUFFICIENT_BUDGET, *reasons, policy=policy)
+    return verified, None
+
+
+def _shape_problems(record: Mapping[str, object]) -> list[str]:
+    """What no budget-run writes: another major version, or a field it does not know."""
+    problems = []
+    if not format_version_ok(record.get("format_version")):
+        problems.append("format_version is missing or not a 1.x version")
+    for part, fields in BUDGET_RUN_FIELDS.items():
+        value = record.get(part) if part else record
+        for item in value if part == "runs" and isinstance(value, list) else [value]:
+            if isinstance(item, Mapping):
+                where = f"{part}: " if part else ""
+                problems += [f"{where}unknown field {k!r}" for k in sorted(set(item) - set(fields))]
+    return problems
+
+
 def run_budget(
     request: BudgetRunRequest,
     *,
@@ -477,7 +529,7 @@ def run_budget(
     policy: Policy = DEFAULT_POLICY,
     output: int = subprocess.DEVNULL,
 ) -> BudgetRunOutcome:
-    """Observe a fixed seed budget (SPEC 3.3), write ``out``, then decide with ``budget``.
+    """Observe a fixed seed budget (docs/policies.md), write ``out``, then decide with ``budget``.
 
     ``out`` is deleted first, so a stale observation never stands in for this
     one.  Raises :class:`~flakecore.errors.UsageError` for a request that

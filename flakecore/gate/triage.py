@@ -23,7 +23,7 @@ policy *of the base revision* (:class:`~flakecore.gate.config.TriageConfig`):
    accept, the budget observation, and a *lease proposal* (a classify report,
    what ``flakecore lease open --report`` reads), each signed beside when a
    key is given.  Triage never writes a lease: the replay host does not
-   accept its own freeze (SPEC 3.4); the acceptor runs ``lease open``.
+   accept its own freeze (docs/leases.md); the acceptor runs ``lease open``.
 
 Replays of different tests are independent (each has its own worktree, its
 own attempt log, its own reapers), so ``jobs`` of them run side by side; the
@@ -534,11 +534,6 @@ class _Run:
 
 
 def _check(request: TriageRequest) -> None:
-    if request.config.triage is None:
-        raise UsageError(
-            "triage: the base revision's [tool.flakecore] has no triage table: name the test "
-            "command ({test_id}, {seed}) and the epoch lock there (docs/triage.md)"
-        )
     if request.jobs < 1:
         raise UsageError("triage: --jobs must be 1 or more")
     if inside(request.out_dir, request.checkout):
@@ -563,8 +558,9 @@ def run_triage(
     Verdicts come as soon as every test before them is decided, whatever
     ``jobs`` is.  ``judge_for(test_id)`` tells one replay attempt's result
     (:class:`~flakecore.gate.replay.ExitStatusJudge` or a report judge).
-    Raises :class:`UsageError` for a run that makes no sense (no triage table,
-    an output directory inside the checkout or not empty).  Stopping the
+    Raises :class:`UsageError` for a run that makes no sense (an output
+    directory inside the checkout or not empty; a red test to replay and no
+    triage table: the evidence alone can refuse, never accept).  Stopping the
     generator early (a signal in the caller) ends every running attempt and
     removes every worktree before it returns.
     """
@@ -579,21 +575,29 @@ def run_triage(
         for test in red:
             yield _refused(test, TriageVerdict.REJECT_TOO_MANY_RED, why)
         return
-    request.out_dir.mkdir(parents=True, exist_ok=True)
-    run = _Run(request, judge_for, progress)
     decided = {t.test_id: v for t in red if (v := _precheck(t)) is not None}
+    todo = [t for t in red if t.test_id not in decided]
+    if todo and request.config.triage is None:
+        raise UsageError(
+            "triage: the base revision's [tool.flakecore] has no triage table, so no red test "
+            "can be replayed: name the test command ({test_id}, {seed}) and the epoch lock "
+            "there (docs/triage.md)"
+        )
+    request.out_dir.mkdir(parents=True, exist_ok=True)
+    run = _Run(request, judge_for, progress) if todo else None
     pool = ThreadPoolExecutor(max_workers=request.jobs, thread_name_prefix="flakecore-triage")
     futures: dict[str, Future[TestVerdict]] = {
-        t.test_id: pool.submit(run.judge, t) for t in red if t.test_id not in decided
+        t.test_id: pool.submit(run.judge, t) for t in todo if run is not None
     }
     try:
         for test in red:
             verdict = decided.get(test.test_id) or futures[test.test_id].result()
-            if run.progress is not None:
-                run.progress(test.test_id, "done")
+            if progress is not None:
+                progress(test.test_id, "done")
             yield verdict
     except BaseException:
-        run.cancelled.set()
+        if run is not None:
+            run.cancelled.set()
         stop_all()
         raise
     finally:

@@ -1,4 +1,4 @@
-"""Clean-runner vote (SPEC 3.2): assemble the 13-field ``decide`` packet from two run records.
+"""Clean-runner vote (docs/leases.md): the 13-field ``decide`` packet from two run records.
 
 Each run (the local one that saw the failure, and the clean one on a
 distinct runner) leaves a small *run record*::
@@ -10,7 +10,7 @@ distinct runner) leaves a small *run record*::
      "input_hash": "<64 hex>",         # sha256 of the minimized input it replayed
      "completed": true,
      "property_cohort_passed": true,   # optional
-     "test_id": "...", "patch_hash": "...", "oracle_version": "..."}   # optional binding
+     "test_id": "...", "patch_hash": "<git commit id>", "oracle_version": "..."}  # optional binding
 
 Only ``format``/``format_version`` and the binding fields are optional in
 the sense of "may be absent without meaning anything"; every other absent
@@ -36,7 +36,7 @@ import attrs
 
 from flakecore._fields import MISSING, is_bool, is_nonblank
 from flakecore.codes import FailureClass
-from flakecore.digest import is_digest
+from flakecore.digest import commit_id_problem, is_digest
 from flakecore.identity import runner_id_problem
 from flakecore.lease import format_version_ok
 
@@ -106,6 +106,8 @@ def run_record_problems(
             have = record[field]
             if not is_nonblank(have):
                 problems.append(f"{field} is blank or not a string")
+            elif field == "patch_hash" and (problem := commit_id_problem(field, have)):
+                problems.append(problem)
             elif have != wanted:
                 problems.append(f"the run is for another {field}: {have!r}, not {wanted!r}")
     return problems
@@ -131,7 +133,7 @@ def assemble_packet(
     patch_hash: str,
     oracle_version: str,
 ) -> PacketAssembly:
-    """Fill the 13 fields of SPEC 3.2 from two usable run records, leaving out what is unproven.
+    """Fill the decide packet's 13 fields from two usable run records, leaving out the unproven.
 
     ``property_cohort_passed`` comes from the clean run; a local run that
     reports ``false`` makes it ``false`` (the cohort did not pass everywhere).

@@ -1,6 +1,6 @@
 """Git plumbing for the base replay: resolve commits, read blobs, and a detached worktree.
 
-SPEC 3.1 replays the *unmodified* base commit.  The only honest way to get it
+The base replay (docs/gate.md) runs the *unmodified* base commit.  The only honest way to get it
 is a fresh, detached ``git worktree`` in a directory outside the checkout:
 the scored checkout is never touched (no stash, no checkout, no clean), and
 a worktree that is not exactly the base commit with an empty

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -37,7 +38,7 @@ def test_stdin_tap_to_stdout() -> None:
     assert out.returncode == 0, out.stderr
     got = [(r["test_id"], r["outcome"]) for r in records(out.stdout)]
     assert got == [("a", "pass"), ("b", "fail"), ("c", "skip")]
-    assert out.stderr.startswith(b"ingest: 3 attempts from 1 report(s)")
+    assert out.stderr.startswith(b"ingest: 3 attempts from 1 report (")
     assert out.stderr.count(b"\n") == 1
 
 
@@ -96,7 +97,9 @@ def test_stdout_gets_nothing_when_a_later_report_is_unusable(tmp_path: Path) -> 
     [
         (("missing.xml",), EXIT_NOINPUT),
         (("-", "-"), EXIT_USAGE),
+        (("x", "--report-format", "yaml"), EXIT_USAGE),
         (("x", "--format", "yaml"), EXIT_USAGE),
+        (("x", "--format", "github"), EXIT_USAGE),  # annotations on stdout: the records need --out
     ],
 )
 def test_errors(args: tuple[str, ...], code: int) -> None:
@@ -104,6 +107,55 @@ def test_errors(args: tuple[str, ...], code: int) -> None:
     assert out.returncode == code
     assert out.stdout == b""
     assert b"Traceback" not in out.stderr
+
+
+def test_the_report_format_is_report_format_and_the_old_spelling_gets_a_hint() -> None:
+    assert run("-", "--report-format", "tap", stdin=TAP).returncode == 0
+    old = run("-", "--format", "tap", stdin=TAP)
+    assert old.returncode == EXIT_USAGE
+    assert old.stdout == b"" and old.stderr.count(b"\n") == 1
+    assert b"flakecore ingest: argument --format" in old.stderr
+    assert b"the format of a test report is --report-format tap" in old.stderr
+
+
+def test_one_attempt_is_singular() -> None:
+    out = run("-", stdin=b"1..1\nok 1 - a\n")
+    assert out.stderr.startswith(b"ingest: 1 attempt from 1 report (pass=1; flagged=0)\n")
+
+
+@pytest.mark.parametrize("form", ["json", "text"])
+def test_the_records_are_the_output_in_text_and_json(form: str) -> None:
+    out = run("-", "--format", form, stdin=TAP)
+    assert out.returncode == 0
+    assert [r["test_id"] for r in records(out.stdout)] == ["a", "b", "c"]
+
+
+def test_with_out_json_prints_one_summary(tmp_path: Path) -> None:
+    out_file = tmp_path / "out.jsonl"
+    out = run("-", "--format", "json", "--out", str(out_file), stdin=TAP)
+    assert out.returncode == 0 and len(records(out_file.read_bytes())) == 3
+    assert records(out.stdout) == [
+        {"input": ["-"], "out": str(out_file), "test_id": None, "attempts": 3,
+         "results": {"fail": 1, "pass": 1, "skip": 1}, "flagged": 0, "exit": 0}
+    ]  # fmt: skip
+
+
+def test_github_output_annotates_and_summarises(tmp_path: Path) -> None:
+    summary, out_file = tmp_path / "summary.md", tmp_path / "out.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "flakecore", "ingest", "-", "--format", "github", "--out", out_file],
+        input=TAP,
+        capture_output=True,
+        check=False,
+        env={**os.environ, "GITHUB_STEP_SUMMARY": str(summary)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(
+        b"::notice title=flakecore ingest::READ: 3 attempts from 1 report"
+    )
+    assert len(records(out_file.read_bytes())) == 3
+    assert "| ingest | READ | accepted | 0 | 3 attempts from 1 report" in summary.read_text()
+    assert f"| {out_file} |" in summary.read_text()
 
 
 def _on_a_terminal(*args: str) -> tuple[subprocess.CompletedProcess[bytes], str]:

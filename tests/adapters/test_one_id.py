@@ -115,7 +115,7 @@ def test_list_ids(report: str) -> None:
     assert run.returncode == 0, run.stderr
     want = NODE_IDS if report != "xunit2.xml" else [junit_form(i) for i in NODE_IDS]
     assert run.stdout.splitlines() == want
-    assert run.stderr == "ingest: 23 test ids in 1 report(s)\n"
+    assert run.stderr == "ingest: 23 test ids in 1 report\n"
 
 
 def test_list_ids_of_several_reports_lists_each_id_once(tmp_path: Path) -> None:

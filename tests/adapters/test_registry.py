@@ -58,10 +58,10 @@ def test_an_unknown_name_lists_the_registry() -> None:
 @pytest.mark.parametrize(
     "args",
     [
-        ("ingest", "--format", "nunit", "-"),
+        ("ingest", "--report-format", "nunit", "-"),
         ("replay", "--base", "HEAD", "--seed", "1", "--property-file", "p", "--epoch-lock", "e",
          "--claimed-epoch", "d", "--patch-misses", "1", "--out", "f.json", "--no-config",
-         "--report", "r.xml", "--format", "nunit", "--test-id", "t", "--", "true"),
+         "--report", "r.xml", "--report-format", "nunit", "--test-id", "t", "--", "true"),
     ],
 )  # fmt: skip
 def test_the_cli_checks_report_formats_against_the_registry(

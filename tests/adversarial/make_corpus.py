@@ -343,7 +343,7 @@ def case(name: bytes, body: bytes = b"", extra: bytes = b"") -> bytes:
 
 def xml_cases() -> None:
     """JUnit XML: parser attacks are refused (65); odd but well-formed reports are judged exactly."""
-    ingest = ["ingest", "{file}", "--format", "auto"]
+    ingest = ["ingest", "{file}", "--report-format", "auto"]
     laughs = (
         b'<!DOCTYPE l [<!ENTITY a "aaaaaaaaaa">'
         + b"".join(
@@ -471,7 +471,7 @@ def xml_cases() -> None:
 
 def tap_cases() -> None:
     """TAP: the run must never read as more complete or greener than it was."""
-    ingest = ["ingest", "{file}", "--format", "tap"]
+    ingest = ["ingest", "{file}", "--report-format", "tap"]
     plan_error: list[object] = ["<plan>", "error", []]
     cases: dict[str, tuple[bytes, int, list[list[object]] | None, str]] = {
         "plan-mismatch.tap": (

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from packets import NOW_TEXT, admit_packet, budget_packet, classify_report, decide_packet
 
+from flakecore.cli import build_parser
 from flakecore.errors import FlakecoreError, MissingExtra
 from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT, EXIT_SOFTWARE, EXIT_USAGE
 
@@ -170,6 +173,39 @@ def test_usage_errors_name_the_verb(args: tuple[str, ...], prog: bytes) -> None:
     assert prog in out.stderr, out.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (("replay", "--github"), b"flakecore replay: --github was removed: write --format github"),
+        (("budget-run", "--github"), b"--github was removed: write --format github"),
+        (("decide", "-", "--github"), b"--github was removed: write --format github"),
+        (
+            ("replay", "--format", "junit"),
+            b"flakecore replay: argument --format: 'junit' is not an output format (text, json "
+            b"or github); the format of a test report is --report-format junit",
+        ),
+        (
+            ("ingest", "-", "--format", "auto"),
+            b"the format of a test report is --report-format auto",
+        ),
+        (
+            ("budget-run", "--format", "tap"),
+            b"'tap' is not an output format (text, json or github)",
+        ),
+    ],
+)
+def test_the_old_spellings_are_refused_with_the_new_one(args: tuple[str, ...], hint: bytes) -> None:
+    out = run(*args)
+    assert out.returncode == EXIT_USAGE
+    assert out.stdout == b"" and out.stderr.count(b"\n") == 1
+    assert hint in out.stderr, out.stderr
+
+
+def test_only_verbs_that_read_reports_hint_at_report_format() -> None:
+    out = run("budget-run", "--format", "tap")
+    assert b"--report-format" not in out.stderr
+
+
 def test_classify_flags() -> None:
     out = run(
         "classify", "--property-verdict", "pass", "--pin-status", "match",
@@ -210,6 +246,57 @@ def test_attempts_verb(tmp_path: Path) -> None:
     assert out.returncode == 1
     assert out.stdout.startswith(b"status=INCOMPLETE")
     assert run("attempts", str(tmp_path / "nope")).returncode == EXIT_NOINPUT
+
+
+def test_attempts_takes_max_log_lines_from_the_configuration(tmp_path: Path) -> None:
+    log = tmp_path / "w1.jsonl"
+    log.write_bytes(b"".join(b'{"seed":7,"n":%d,"result":"pass"}\n' % n for n in (1, 2, 3)))
+    config = tmp_path / "pyproject.toml"
+    config.write_text("[tool.flakecore]\nmax_log_lines = 2\n")
+    refused = run("attempts", str(log), "--config", str(config))
+    assert refused.returncode == 1
+    assert refused.stdout.startswith(b"status=INCOMPLETE attempts=2 ")
+    assert b"more than 2 lines (policy limit)" in refused.stdout
+    raised = run("attempts", str(log), "--config", str(config), "--policy", "max_log_lines=3")
+    assert raised.returncode == 0 and raised.stdout.startswith(b"status=COMPLETE attempts=3 ")
+    assert run("attempts", str(log), "--no-config").returncode == 0
+
+
+def _options(
+    parser: argparse.ArgumentParser, name: str = "flakecore"
+) -> Iterator[tuple[str, argparse.Action]]:
+    """Every (verb, option or positional) of the CLI, sub-verbs included; hidden ones left out."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: a.help for a in action._choices_actions}
+            for verb, sub in action.choices.items():
+                assert (helps.get(verb) or "").strip(), f"{name} {verb}: no help"
+                yield from _options(sub, f"{name} {verb}")
+        elif action.help is not argparse.SUPPRESS:
+            yield name, action
+
+
+def test_every_option_of_every_verb_has_help() -> None:
+    options = list(_options(build_parser()))
+    assert len(options) > 150
+    missing = [
+        (verb, a.option_strings or [a.dest]) for verb, a in options if not (a.help or "").strip()
+    ]
+    assert missing == []
+
+
+def test_help_cites_the_user_docs_never_the_spec() -> None:
+    """No SPEC ships to users: help cites docs/ pages instead."""
+    texts = [a.help or "" for _, a in _options(build_parser())]
+    parsers = [build_parser()]
+    while parsers:
+        parser = parsers.pop()
+        texts += [parser.description or "", parser.epilog or ""]
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers += action.choices.values()
+                texts += [a.help or "" for a in action._choices_actions]
+    assert [t for t in texts if "SPEC" in t] == []
 
 
 def test_help_and_version() -> None:

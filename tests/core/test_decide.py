@@ -34,6 +34,11 @@ TABLE: list[tuple[str, dict[str, Any], DecideCode, int]] = [
         2,
     ),
     ("row 1: patch hash prefixed", {"patch_hash": "sha256:" + A}, D.MISSING_FIELD, 2),
+    # SPEC 8: the patch hash is the patch's git commit id, as `git rev-parse HEAD` prints it.
+    ("row 9: patch hash a SHA-1 commit id", {"patch_hash": "9" * 40}, D.ELIGIBLE, 0),
+    ("row 1: patch hash abbreviated", {"patch_hash": "9" * 7}, D.MISSING_FIELD, 2),
+    ("row 1: patch hash upper case", {"patch_hash": "A" * 40}, D.MISSING_FIELD, 2),
+    ("row 1: patch hash 41 hex", {"patch_hash": "9" * 41}, D.MISSING_FIELD, 2),
     (
         "row 1: input hash truncated on both sides",
         {"minimized_input_hash": C[:63], "clean_input_hash": C[:63]},

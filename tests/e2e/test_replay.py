@@ -409,7 +409,7 @@ def test_existing_log_is_never_appended_to(repo: SampleRepo, tmp_path: Path) -> 
 
 def _report_args(repo: SampleRepo, out: Path, *, seed: str, command: list[str]) -> list[str]:
     args = repo.replay_args(seed=seed, out=out, command=command)
-    report = ["--report", "report.xml", "--format", "junit", "--test-id", TEST_ID]
+    report = ["--report", "report.xml", "--report-format", "junit", "--test-id", TEST_ID]
     return [*args[: args.index("--")], *report, *args[args.index("--") :]]
 
 
@@ -471,6 +471,80 @@ def test_unusable_report_is_incomplete(
     assert (run.returncode, d["code"], d["reasons"]) == (1, "REJECT_INCOMPLETE", [reason])
     assert results(d) == []
     assert not out.exists()
+    repo.assert_clean()
+
+
+def _patch_report(repo: SampleRepo, seed: str, report: Path) -> Path:
+    """The red CI run on the patch: the real pytest on HEAD, its JUnit report kept."""
+    subprocess.run(
+        [arg.replace("{seed}", seed) for arg in pytest_command(f"--junitxml={report}")],
+        cwd=repo.path,
+        env=repo.env(),
+        capture_output=True,
+        check=False,
+    )
+    assert report.is_file()
+    return report
+
+
+@pytest.mark.parametrize(
+    ("seed", "exit_code", "code"),
+    [("3", 0, "ACCEPT_PREEXISTING"), ("7", 4, "REJECT_PATCH_INTRODUCED")],
+    ids=["preexisting", "patch-introduced"],
+)
+def test_the_patch_runs_report_is_the_patch_evidence(
+    repo: SampleRepo, tmp_path: Path, seed: str, exit_code: int, code: str
+) -> None:
+    """--patch-report: the report the red run wrote, as it is; its failed attempts count."""
+    report = _patch_report(repo, seed, tmp_path / "patch.xml")
+    out = tmp_path / "freeze.json"
+    patch = ("--patch-report", str(report), "--report-format", "junit", "--test-id", TEST_ID)
+    run = repo.flakecore(*repo.replay_args(seed=seed, out=out, patch=patch))
+    d = decision(run)
+    assert (run.returncode, d["code"], d["packet"]["patch_misses"]) == (exit_code, code, 1)
+    # No --log: the temporary log went with the worktree, and the output names no file.
+    assert d["replay"]["log"] is None
+    assert out.exists() is (exit_code == 0)
+    repo.assert_clean()
+
+
+@pytest.mark.parametrize(
+    ("report", "test_id", "reason"),
+    [
+        (b"TAP version 13\n1..1\nok 1 - t # TODO not yet\n", "t", "flagged: unexpected-pass"),
+        (b"TAP version 13\n1..1\nnot ok 1 - t\n", "other", "no attempt of 'other'"),
+    ],
+    ids=["flagged", "no-attempt-of-the-test"],
+)
+def test_a_patch_report_that_cannot_explain_the_claim_is_incomplete_before_any_attempt(
+    repo: SampleRepo, tmp_path: Path, report: bytes, test_id: str, reason: str
+) -> None:
+    path = tmp_path / "patch.tap"
+    path.write_bytes(report)
+    out = tmp_path / "freeze.json"
+    patch = ("--patch-report", str(path), "--test-id", test_id)
+    run = repo.flakecore(*repo.replay_args(seed="3", out=out, patch=patch))
+    d = decision(run)
+    assert (run.returncode, d["code"], results(d)) == (1, "REJECT_INCOMPLETE", [])
+    assert any(reason in r for r in d["reasons"]), d["reasons"]
+    assert not out.exists()
+    repo.assert_clean()
+
+
+def test_an_unusable_patch_report_is_unusable_input(repo: SampleRepo, tmp_path: Path) -> None:
+    path = tmp_path / "patch.xml"
+    path.write_bytes(b"<testsuite><testcase")
+    patch = ("--patch-report", str(path), "--test-id", TEST_ID)
+    run = repo.flakecore(*repo.replay_args(seed="3", out=tmp_path / "f.json", patch=patch))
+    assert run.returncode == 65 and run.stdout == ""
+    assert str(path) in run.stderr and run.stderr.count("\n") == 1
+    missing = ("--patch-report", str(tmp_path / "nope.xml"), "--test-id", TEST_ID)
+    assert (
+        repo.flakecore(
+            *repo.replay_args(seed="3", out=tmp_path / "f.json", patch=missing)
+        ).returncode
+        == 66
+    )
     repo.assert_clean()
 
 
@@ -536,7 +610,8 @@ def test_github_output_annotates_and_appends_the_step_summary(
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
     args = [a for a in repo.replay_args(seed="7", out=tmp_path / "f.json") if a != "--json"]
-    args.insert(args.index("--"), "--github")
+    args.insert(args.index("--"), "--format")
+    args.insert(args.index("--"), "github")
     run = subprocess.run(
         [sys.executable, "-m", "flakecore", *args],
         cwd=repo.path,
@@ -551,4 +626,6 @@ def test_github_output_annotates_and_appends_the_step_summary(
     text = summary.read_text()
     assert text.startswith("earlier step\n")
     assert "| admit | REJECT_PATCH_INTRODUCED |" in text
+    # Nothing was written (a refusal, no --log): the evidence cell names no file.
+    assert text.rstrip("\n").endswith(" |  |"), text
     repo.assert_clean()

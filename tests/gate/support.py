@@ -47,7 +47,7 @@ DIGEST = "8e" * 32
 HOST = "img:sha256:" + "a" * 64 + "+nonce:0123456789abcdef"
 OTHER_HOST = "img:sha256:" + "a" * 64 + "+nonce:fedcba9876543210"
 REVIEWER = "reviewer@example.test"
-#: The patch under review: a sha256 digest, as ``decide`` requires.
+#: The patch under review: its git commit id (64 hex, as in a SHA-256 repository).
 PATCH = "f" * 64
 AUTHOR = "coding-agent-7"
 

@@ -196,8 +196,59 @@ def test_packet_refuses_a_malformed_or_rebound_run_record(
     assert "clean.json" in done.stderr and not out.exists()
 
 
+#: What `git rev-parse HEAD` prints in a SHA-1 repository: a patch hash (SPEC 8).
+COMMIT = "9fceb02d0ae598e95dc970b74767f19372d61af8"
+
+
+def test_a_commit_id_is_the_patch_hash_in_packet_decide_and_the_lease(tmp_path: Path) -> None:
+    out = tmp_path / "packet.json"
+    done = cli(
+        "packet", "--test-id", TEST_ID, "--patch-hash", COMMIT, "--oracle-version", "o-3",
+        "--local", dump(tmp_path / "local.json", run_record(HOST, patch_hash=COMMIT)),
+        "--clean", dump(tmp_path / "clean.json", run_record(OTHER_HOST)),
+        "--out", str(out), "--decide", "--no-config",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(out.read_text())["patch_hash"] == COMMIT
+    assert cli("decide", str(out), "--no-config").returncode == 0
+    opened = lease_open(tmp_path, lease_report(), "--patch-hash", COMMIT)
+    assert opened.returncode == 0, opened.stdout + opened.stderr
+    lease = tmp_path / "leases" / NAME
+    assert json.loads(lease.read_text())["patch_hash"] == COMMIT
+    bound = ("--now", NOW_TEXT, "--patch-hash", COMMIT, "--no-config")
+    assert cli("lease", "show", str(lease), *bound).returncode == 0
+
+
+@pytest.mark.parametrize("value", ["9fceb02", COMMIT.upper(), "sha256:" + "f" * 64, "main", " "])
+@pytest.mark.parametrize(
+    "verb",
+    [
+        ("packet", "--test-id", "t", "--oracle-version", "o", "--local", "l", "--clean", "c"),
+        ("lease", "open", "--report", "r", "--test-id", "t", "--replay-host", "h",
+         "--accepted-by", "a"),
+        ("lease", "show", "f.json"),
+        ("lease", "check"),
+    ],
+)  # fmt: skip
+def test_a_patch_hash_that_is_no_commit_id_is_a_usage_error(
+    verb: tuple[str, ...], value: str
+) -> None:
+    done = cli(*verb, "--patch-hash", value, "--no-config")
+    assert done.returncode == 64
+    assert f"argument --patch-hash: {value!r} is not a git commit id" in done.stderr
+    assert "git rev-parse HEAD" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_packet_refuses_a_run_record_bound_to_a_patch_hash_that_is_no_commit_id(
+    tmp_path: Path,
+) -> None:
+    done = packet(tmp_path, run_record(HOST, patch_hash="9fceb02"), run_record(OTHER_HOST))
+    assert done.returncode == 65
+    assert "patch_hash is not a git commit id" in done.stderr
+
+
 def test_packet_missing_file_and_usage(tmp_path: Path) -> None:
-    done = cli("packet", "--test-id", "t", "--patch-hash", "p", "--oracle-version", "o",
+    done = cli("packet", "--test-id", "t", "--patch-hash", PATCH, "--oracle-version", "o",
                "--local", str(tmp_path / "nope.json"), "--clean", str(tmp_path / "nope.json"),
                "--no-config")  # fmt: skip
     assert done.returncode == 66

@@ -104,6 +104,10 @@ def test_guard_on_a_real_repository(
         assert "TRIPPED" in done.stdout
         for path in changes:
             assert path in done.stdout
+    elif len(changes) == 1:
+        assert "guard: ok -- 1 changed path: " in done.stdout  # not "1 changed paths"
+    else:
+        assert f"guard: ok -- {len(changes)} changed paths: " in done.stdout
 
 
 def test_guard_sees_changes_since_the_merge_base_only(repo: Path) -> None:

@@ -172,8 +172,9 @@ OPEN_REFUSALS = [
     ({}, {"accepted_by": ""}, TEST_ID, ClassifyClass.FLAKE, "accepted_by"),
     ({}, {"replay_host": "ci-runner-3"}, TEST_ID, ClassifyClass.FLAKE, "runner id"),
     ({}, {"patch_hash": " "}, TEST_ID, ClassifyClass.FLAKE, "patch_hash"),
-    ({}, {"patch_hash": "ph-1"}, TEST_ID, ClassifyClass.FLAKE, "sha256"),
-    ({}, {"patch_hash": "F" * 64}, TEST_ID, ClassifyClass.FLAKE, "sha256"),
+    ({}, {"patch_hash": "ph-1"}, TEST_ID, ClassifyClass.FLAKE, "git commit id"),
+    ({}, {"patch_hash": "F" * 64}, TEST_ID, ClassifyClass.FLAKE, "git commit id"),
+    ({}, {"patch_hash": "f" * 7}, TEST_ID, ClassifyClass.FLAKE, "git commit id"),
     ({}, {}, "  ", ClassifyClass.FLAKE, "test_id"),
 ]
 
@@ -267,7 +268,7 @@ STORED_PROBLEMS = [
     ("host not a runner id", {"replay_host": "laptop"}, NOW, "runner id"),
     ("blank author", {"patch_author": ""}, NOW, "patch_author"),
     ("blank patch hash", {"patch_hash": " "}, NOW, "patch_hash"),
-    ("patch hash not a digest", {"patch_hash": "0"}, NOW, "sha256"),
+    ("patch hash not a commit id", {"patch_hash": "0"}, NOW, "git commit id"),
     ("blank oracle version", {"oracle_version": "\t"}, NOW, "oracle_version"),
 ]
 

@@ -40,6 +40,7 @@ from flakecore import (
 )
 from flakecore.exits import ADMIT_EXIT, BUDGET_EXIT, CLASSIFY_EXIT, DECIDE_EXIT
 from flakecore.gate.config import POLICY_KEYS
+from flakecore.gate.vote import RUN_RECORD_FIELDS
 from flakecore.policy import PolicySource
 from flakecore.records import (
     ADMIT_FIELDS,
@@ -57,6 +58,7 @@ KINDS = (
     "attempt-record",
     "attempts-summary",
     "budget-packet",
+    "budget-run",
     "classify-report",
     "decide-packet",
     "decision",
@@ -65,10 +67,19 @@ KINDS = (
     "ledger-row",
     "log-index-line",
     "record-statement",
+    "run-record",
     "signed-record",
 )
 #: Records flakecore writes must name their format; input packets may leave it out.
-EMITTED = ("attempt-record", "attempts-summary", "decision", "freeze-record", "lease", "ledger-row")
+EMITTED = (
+    "attempt-record",
+    "attempts-summary",
+    "budget-run",
+    "decision",
+    "freeze-record",
+    "lease",
+    "ledger-row",
+)
 PACKETS = ("admit-packet", "budget-packet", "classify-report", "decide-packet")
 FORMAT_KEYS = {"format", "format_version"}
 #: Foreign formats (in-toto Statement, DSSE envelope): their fields are their standards', not ours.
@@ -229,7 +240,7 @@ def test_format_fields(kind: str) -> None:
     doc, fields = schema(kind), props(kind)
     assert fields["format"]["const"] == f"flakecore.{kind}"
     assert fields["format_version"]["$ref"] == "#/$defs/formatVersion"
-    required = set(doc["required"])
+    required = set(doc.get("required", []))  # a run record may hold no field at all
     if kind in EMITTED:
         assert required >= FORMAT_KEYS
     else:
@@ -263,6 +274,7 @@ def test_packet_fields_are_the_wire_names() -> None:
     assert set(props("budget-packet")) == set(BUDGET_FIELDS) | FORMAT_KEYS
     assert set(props("classify-report")) == set(CLASSIFY_FIELDS) | FORMAT_KEYS
     assert set(DECIDE_IDENTITY_FIELDS) <= set(schema("decide-packet")["required"])
+    assert set(props("run-record")) == set(RUN_RECORD_FIELDS)
     replay = schema("classify-report")["$defs"]["replay"]
     assert set(replay["properties"]) == {a.name for a in Replay.__attrs_attrs__}
     assert schema("lease")["$defs"]["replay"] == replay
@@ -295,6 +307,12 @@ def test_enums_equal_the_core_enums() -> None:
     assert props("decide-packet")["local_class"]["enum"] == values(FailureClass)
     assert props("decide-packet")["clean_class"]["enum"] == values(FailureClass)
     assert props("attempt-line")["result"]["enum"] == values(AttemptResult)
+    assert props("run-record")["class"]["enum"] == [*values(FailureClass), None]
+    run = props("budget-run")["runs"]["items"]["properties"]
+    assert run["result"]["enum"] == values(AttemptResult)
+    assert (
+        props("budget-run")["parent"]["properties"]["digest_kind"]["$ref"] == "#/$defs/digestKind"
+    )
     assert props("attempt-record")["outcome"]["enum"] == values(Outcome)
     assert props("attempt-record")["flags"]["items"]["enum"] == values(AttemptFlag)
     assert props("attempts-summary")["status"]["enum"] == values(LogStatus)
