@@ -314,7 +314,7 @@ ARGS: dict[tuple[str, ...], Callable[[Chain, Path], Sequence[str]]] = {
         c.file("patch.xml"),
         "--out-dir",
         str(t / "triage"),
-    ],  # fmt: skip
+    ],
 }
 VERBS = sorted(verbs(build_parser()))
 
