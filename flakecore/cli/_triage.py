@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import cast
 
+from flakecore._wording import plural
 from flakecore.cli._common import adapters, die, flat, parse_now, warn
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments
@@ -229,7 +230,7 @@ def _result(verdict: TestVerdict, args: argparse.Namespace, host: str) -> Result
         f"{flat(verdict.test_id)}: {verdict.verdict.value} (code={verdict.code}, "
         f"exit={exit_code}) evidence: {evidence} -- {flat(why)}"
     )
-    data = {**verdict.to_json(), "exit": exit_code, "replay_host": host}
+    data = {**verdict.to_json(), "replay_host": host}
     row = SummaryRow(
         test=verdict.test_id,
         policy="triage",
@@ -303,7 +304,7 @@ def _run(args: argparse.Namespace) -> int:
     exit_code = triage_exit(v.verdict for v in verdicts)
     accepted = sum(v.accepted for v in verdicts)
     summary = (
-        f"triage: {len(verdicts)} red tests, {accepted} accepted as pre-existing, "
+        f"triage: {plural(len(verdicts), 'red test')}, {accepted} accepted as pre-existing, "
         f"{len(verdicts) - accepted} refused (exit={exit_code})"
     )
     if exit_code == TRIAGE_NOTHING_RED:

@@ -46,6 +46,7 @@ from typing import Final
 
 import attrs
 
+from flakecore._wording import plural
 from flakecore.attempts import LogSummary, reduce_logs
 from flakecore.budget import BudgetDecision
 from flakecore.codes import AdmitCode, AttemptResult, BudgetCode, TriageVerdict
@@ -53,6 +54,7 @@ from flakecore.decision import Decision
 from flakecore.digest import sha256_bytes
 from flakecore.errors import FlakecoreError, InputError, UsageError
 from flakecore.evidence import Attempt, blocking_flags
+from flakecore.exits import TRIAGE_EXIT
 from flakecore.files import open_append, write_atomic
 from flakecore.gate.config import GateConfig, TriageConfig
 from flakecore.gate.replay import Judge, ReplayOutcome, ReplayRequest, run_replay
@@ -224,7 +226,7 @@ class TestVerdict:
         return self.verdict is TriageVerdict.ACCEPT_PREEXISTING
 
     def to_json(self) -> dict[str, object]:
-        """One line of ``flakecore triage --json``."""
+        """One line of ``flakecore triage --json`` (schemas/triage-result.v1.json)."""
         return {
             "format": "flakecore.triage-result",
             "format_version": "1.0",
@@ -232,6 +234,7 @@ class TestVerdict:
             "verdict": self.verdict.value,
             "code": self.code,
             "accepted": self.accepted,
+            "exit": TRIAGE_EXIT[self.verdict],
             "reasons": list(self.reasons),
             "seed": self.seed,
             "evidence": list(self.evidence),
@@ -270,7 +273,7 @@ def _precheck(test: RedTest) -> TestVerdict | None:
     """The verdict a test gets before anything runs, if the evidence alone decides it."""
     errors = [r.value for r in _NOT_A_FLAKE if test.results.get(r.value)]
     if errors:
-        counts = ", ".join(f"{test.results[r]} {r}" for r in errors)
+        counts = ", ".join(plural(test.results[r], r) for r in errors)
         return _refused(
             test,
             TriageVerdict.REJECT_ERROR,
@@ -569,7 +572,7 @@ def run_triage(
     limit = request.config.policy.max_red_tests
     if len(red) > limit:
         why = (
-            f"{len(red)} red tests, more than max_red_tests={limit}: a run this red is a "
+            f"{plural(len(red), 'red test')}, more than max_red_tests={limit}: a run this red is a "
             "regression, refused as a whole instead of triaged one by one"
         )
         for test in red:

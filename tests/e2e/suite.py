@@ -20,7 +20,7 @@ from pathlib import Path
 
 import attrs
 
-from e2e.support import git
+from e2e.support import git, init_repo, run_in
 
 __all__ = ["FLAKE", "REGRESSION", "SuiteRepo", "make_suite", "pyproject"]
 
@@ -89,15 +89,7 @@ class SuiteRepo:
 
     def run(self, *argv: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         """A command in the repository."""
-        return subprocess.run(
-            list(argv),
-            cwd=self.path,
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=timeout,
-        )
+        return run_in(self.path, argv, self.env(), timeout)
 
     def pytest(self, *args: str) -> subprocess.CompletedProcess[str]:
         """The suite under the plugin, as the patch's CI runs it."""
@@ -140,18 +132,9 @@ def make_suite(
 ) -> SuiteRepo:
     """Base commit on ``main`` (``table`` its pyproject), the patch (and ``patch_files``) HEAD."""
     path, tmp = root / "repo", root / "tmp"
-    path.mkdir()
     tmp.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.name", "flakecore e2e")
-    git(path, "config", "user.email", "e2e@flakecore.invalid")
-    git(path, "config", "commit.gpgsign", "false")
-    for name, text in {**_FILES, "pyproject.toml": table or pyproject()}.items():
-        (path / name).parent.mkdir(parents=True, exist_ok=True)
-        (path / name).write_text(text)
-    git(path, "add", "-A")
-    git(path, "commit", "-q", "-m", "base: a seeded flake")
-    base = git(path, "rev-parse", "HEAD").strip()
+    files = {**_FILES, "pyproject.toml": table or pyproject()}
+    base = init_repo(path, files, "base: a seeded flake")
     git(path, "switch", "-q", "-c", "patch")
     if patch:
         (path / "mylib.py").write_text(_BROKEN_TOTAL)
