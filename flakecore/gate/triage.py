@@ -26,9 +26,11 @@ policy *of the base revision* (:class:`~flakecore.gate.config.TriageConfig`):
    accept its own freeze (docs/leases.md); the acceptor runs ``lease open``.
 
 Replays of different tests are independent (each has its own worktree, its
-own attempt log, its own reapers), so ``jobs`` of them run side by side; the
-seed-budget runs share the checkout and run one at a time.  The verdicts and
-records do not depend on ``jobs``.
+own attempt log, its own reapers), so ``jobs`` of them run side by side.  The
+seed-budget runs run the *patch's* code, so they start only once every
+replay has ended (a running patch could write into a base worktree) and run
+one at a time, in test-id order.  The verdicts and records do not depend on
+``jobs``.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import posixpath
 import threading
 from collections import Counter
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Final
 
@@ -65,7 +67,7 @@ from flakecore.policy import Policy
 from flakecore.records import Seed
 from flakecore.seeds import seed_from_text
 from flakecore.signing import RecordSigner, sign_record
-from flakecore.testids import id_digest
+from flakecore.testids import id_digest, junit_form
 from flakecore.trust import inside
 
 __all__ = [
@@ -116,11 +118,26 @@ class RedTest:
         return (*self.reports, *(str(p) for p in self.logs))
 
 
-def _report_results(reports: Sequence[tuple[str, Iterable[Attempt]]]) -> dict[str, list[Attempt]]:
+def _report_results(
+    reports: Sequence[tuple[str, Iterable[Attempt]]], node_ids: Iterable[str]
+) -> dict[str, list[Attempt]]:
+    """The reports' attempts by test id; a JUnit id of a logged node id under the node id.
+
+    pytest's default JUnit family (xunit2) names a test ``tests.test_x::test_y``
+    where the plugin's log names it ``tests/test_x.py::test_y``: the two are
+    one test when exactly one logged node id mangles to that JUnit id
+    (:func:`flakecore.testids.junit_form`).
+    """
+    forms: dict[str, list[str]] = {}
+    for node_id in node_ids:
+        if (form := junit_form(node_id)) is not None and form != node_id:
+            forms.setdefault(form, []).append(node_id)
     found: dict[str, list[Attempt]] = {}
     for _name, attempts in reports:
         for attempt in attempts:
-            found.setdefault(attempt.test_id, []).append(attempt)
+            match = forms.get(attempt.test_id, [])
+            test_id = match[0] if len(match) == 1 else attempt.test_id
+            found.setdefault(test_id, []).append(attempt)
     return found
 
 
@@ -138,7 +155,7 @@ def find_red_tests(
     out, or when its logs do not reduce (then nobody can tell).  A report and
     a log that disagree on whether the test is red make its evidence incomplete.
     """
-    by_report = _report_results(reports)
+    by_report = _report_results(reports, logs)
     red: list[RedTest] = []
     for test_id in sorted({*logs, *by_report}):
         files = tuple(logs.get(test_id, ()))
@@ -241,6 +258,14 @@ class TestVerdict:
             "records": dict(self.records),
             "decisions": [d.to_json() for d in self.decisions],
         }
+
+
+@attrs.frozen(kw_only=True)
+class _Replayed:
+    """A test base already missed, waiting for its seed budget."""
+
+    decision: Decision[AdmitCode]
+    records: Mapping[str, str]
 
 
 def _refused(test: RedTest, verdict: TriageVerdict, *reasons: str) -> TestVerdict:
@@ -367,7 +392,6 @@ class _Run:
         self.progress = progress
         self.top = repo_toplevel(Path(os.path.abspath(request.checkout)))
         self.cancelled = threading.Event()
-        self.budget_lock = threading.Lock()  # budget runs share the checkout: one at a time
         self.claimed_epoch: str | None = None  # without a lock in base every replay says why
         with contextlib.suppress(GitError):
             lock = read_blob(self.top, request.base_sha, request.triage.epoch_lock)
@@ -436,18 +460,16 @@ class _Run:
             command=substitute(triage.command, test_id=test.test_id),
             timeout_s=triage.timeout_s,
         )
-        with self.budget_lock:
-            self.show(test.test_id, "seed budget")
-            return run_budget(
-                request,
-                out=self.path(test.test_id, "budget.json"),
-                policy=config.policy,
-                output=output,
-            )
+        self.show(test.test_id, "seed budget")
+        return run_budget(
+            request, out=self.path(test.test_id, "budget.json"), policy=config.policy, output=output
+        )
 
-    def judge(self, test: RedTest) -> TestVerdict:
-        """Replay one candidate (and run its budget) and decide; never raises but to stop."""
-        records: dict[str, str] = {}
+    def replay_phase(self, test: RedTest) -> TestVerdict | _Replayed:
+        """Replay one candidate on base: its verdict when that decides, else what the budget needs.
+
+        Runs in a worker thread, side by side with other tests' replays.
+        """
         if self.claimed_epoch is None:
             lock = self.request.triage.epoch_lock
             return _refused(
@@ -463,38 +485,44 @@ class _Run:
                 f"not a pytest node id of a file in this repository: {source!r} is not a file "
                 "of the scored checkout (node ids are relative to the repository top)",
             )
-        output_path = self.path(test.test_id, "output.txt")
-        records["output"] = str(output_path)
-        fd = open_append(output_path, new=True)
+        output = self.path(test.test_id, "output.txt")
+        records = {"output": str(output)}
+        fd = open_append(output, new=True)
         try:
-            try:
-                replayed = self.replay(test, fd)
-            except (InputError, UsageError, FlakecoreError, OSError) as exc:
-                return attrs.evolve(
-                    _refused(test, TriageVerdict.REJECT_INCOMPLETE, f"the replay: {exc}"),
-                    records=records,
-                )
-            if (log := self.path(test.test_id, "replay-attempts.jsonl")).exists():
-                records["attempts"] = str(log)
-            decisions: list[Decision[AdmitCode] | BudgetDecision] = [replayed.decision]
-            admitted = replayed.decision
-            if replayed.freeze is not None:  # run_replay wrote it
-                self.keep(test.test_id, "freeze", replayed.freeze, "freeze-record", records)
-            budgeted: BudgetRunOutcome | None = None
-            if admitted.accepted and "budget" in self.request.triage.policies:
-                try:
-                    budgeted = self.budget(test, fd)
-                except (InputError, UsageError, FlakecoreError, OSError) as exc:
-                    return attrs.evolve(
-                        _refused(test, TriageVerdict.REJECT_INCOMPLETE, f"the seed budget: {exc}"),
-                        records=records,
-                        decisions=tuple(decisions),
-                    )
-                decisions.append(budgeted.decision)
-                if budgeted.record is not None:  # run_budget wrote it
-                    self.keep(test.test_id, "budget", budgeted.record, "budget-run", records)
+            replayed = self.replay(test, fd)
+        except (InputError, UsageError, FlakecoreError, OSError) as exc:
+            refused = _refused(test, TriageVerdict.REJECT_INCOMPLETE, f"the replay: {exc}")
+            return attrs.evolve(refused, records=records)
         finally:
             os.close(fd)
+        if (log := self.path(test.test_id, "replay-attempts.jsonl")).exists():
+            records["attempts"] = str(log)
+        if replayed.freeze is not None:  # run_replay wrote it
+            self.keep(test.test_id, "freeze", replayed.freeze, "freeze-record", records)
+        if replayed.decision.accepted and "budget" in self.request.triage.policies:
+            return _Replayed(decision=replayed.decision, records=records)
+        return self.verdict(test, [replayed.decision], None, records)
+
+    def budget_phase(self, test: RedTest, replayed: _Replayed) -> TestVerdict:
+        """The seed budget of a test base already missed, then its verdict.
+
+        Runs only after every replay has ended: the budget runs the patch's
+        code, which must never run while a base worktree exists that it could
+        write into.
+        """
+        records = dict(replayed.records)
+        decisions: list[Decision[AdmitCode] | BudgetDecision] = [replayed.decision]
+        fd = open_append(self.path(test.test_id, "output.txt"), new=False)
+        try:
+            budgeted = self.budget(test, fd)
+        except (InputError, UsageError, FlakecoreError, OSError) as exc:
+            refused = _refused(test, TriageVerdict.REJECT_INCOMPLETE, f"the seed budget: {exc}")
+            return attrs.evolve(refused, records=records, decisions=tuple(decisions))
+        finally:
+            os.close(fd)
+        decisions.append(budgeted.decision)
+        if budgeted.record is not None:  # run_budget wrote it
+            self.keep(test.test_id, "budget", budgeted.record, "budget-run", records)
         return self.verdict(test, decisions, budgeted, records)
 
     def verdict(
@@ -589,12 +617,16 @@ def run_triage(
     request.out_dir.mkdir(parents=True, exist_ok=True)
     run = _Run(request, judge_for, progress) if todo else None
     pool = ThreadPoolExecutor(max_workers=request.jobs, thread_name_prefix="flakecore-triage")
-    futures: dict[str, Future[TestVerdict]] = {
-        t.test_id: pool.submit(run.judge, t) for t in todo if run is not None
+    futures: dict[str, Future[TestVerdict | _Replayed]] = {
+        t.test_id: pool.submit(run.replay_phase, t) for t in todo if run is not None
     }
     try:
         for test in red:
             verdict = decided.get(test.test_id) or futures[test.test_id].result()
+            if isinstance(verdict, _Replayed):
+                assert run is not None
+                wait(futures.values())  # no patch code while any base worktree exists
+                verdict = run.budget_phase(test, verdict)
             if progress is not None:
                 progress(test.test_id, "done")
             yield verdict

@@ -153,3 +153,12 @@ def test_the_run_exits_with_its_most_serious_verdict() -> None:
 def test_a_run_exits_0_only_when_every_red_test_was_accepted(verdicts: list[TriageVerdict]) -> None:
     accepted = all(v is TriageVerdict.ACCEPT_PREEXISTING for v in verdicts)
     assert (triage_exit(verdicts) == 0) is accepted
+
+
+def test_a_junit_xunit2_id_is_the_one_logged_node_id_it_mangles_from(tmp_path: Path) -> None:
+    found = logs(tmp_path / "logs", {TEST: [M], "tests/test_x/py.py::t": [P]})
+    red = find_red_tests(
+        found, [("report.xml", [attempt(Outcome.FAIL, "tests.test_x::test_y")])],
+        policy=DEFAULT_POLICY,
+    )  # fmt: skip
+    assert [(t.test_id, t.reports, t.problems) for t in red] == [(TEST, ("report.xml",), ())]
