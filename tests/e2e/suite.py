@@ -129,11 +129,12 @@ def make_suite(
     table: str | None = None,
     patch: bool = True,
     patch_files: Mapping[str, str] | None = None,
+    base_files: Mapping[str, str] | None = None,
 ) -> SuiteRepo:
-    """Base commit on ``main`` (``table`` its pyproject), the patch (and ``patch_files``) HEAD."""
+    """Base on ``main`` (``table`` its pyproject, plus ``base_files``); the patch HEAD."""
     path, tmp = root / "repo", root / "tmp"
     tmp.mkdir()
-    files = {**_FILES, "pyproject.toml": table or pyproject()}
+    files = {**_FILES, "pyproject.toml": table or pyproject(), **(base_files or {})}
     base = init_repo(path, files, "base: a seeded flake")
     git(path, "switch", "-q", "-c", "patch")
     if patch:

@@ -219,7 +219,7 @@ print(results["slow"].returncode, results["slow"].containment_failure is None,
 def test_attempts_side_by_side_never_end_each_others_processes(tmp_path: Path) -> None:
     """The second-line sweep of one attempt spares other attempts and flakecore's own children."""
     run = subprocess.run(
-        [sys.executable, "-c", _SIDE_BY_SIDE, str(tmp_path)],
+        [sys.executable, "-I", "-c", _SIDE_BY_SIDE, str(tmp_path)],
         capture_output=True, text=True, check=False, timeout=120,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr

@@ -295,3 +295,47 @@ def test_a_stop_signal_ends_every_replay_and_removes_every_worktree(tmp_path: Pa
     assert stderr.strip().splitlines()[-1].endswith("(worktrees removed)")
     assert repo.run("git", "worktree", "list").stdout.count("\n") == 1
     assert list(repo.tmp.iterdir()) == []
+
+
+#: In the patch only: every pytest session on head notes which base worktrees exist then.
+_SPY = """
+import os
+
+
+def pytest_sessionstart(session):
+    if "SPY_LOG" not in os.environ:
+        return
+    seen = sorted(n for n in os.listdir(os.environ["TMPDIR"]) if n.startswith("flakecore-replay-"))
+    with open(os.environ["SPY_LOG"], "a") as fh:
+        fh.write(repr(seen) + "\\n")
+"""
+#: A second pre-existing flake, slow (1 s a run): its base replay outlasts the other's.
+_TWIN = (
+    "import random, time\n\nimport mylib\n\n\ndef test_checksum():\n"
+    "    time.sleep(1)\n    assert mylib.checksum_ok(random.randrange(1000))\n"
+)
+
+
+def test_the_patchs_code_never_runs_beside_a_base_worktree(tmp_path: Path) -> None:
+    """--jobs 2, two flakes to accept: every seed-budget run (head) starts after every replay."""
+    repo = make_suite(
+        tmp_path, table=TABLE, base_files={"tests/test_twin.py": _TWIN},
+        patch_files={"conftest.py": _SPY},
+    )  # fmt: skip
+    logs, _ = repo.ci_run()
+    spy = tmp_path / "spy.log"
+    run = subprocess.run(
+        [sys.executable, "-m", "flakecore", "triage", "--base", "main", "--log-dir", str(logs),
+         "--out-dir", str(tmp_path / "out"), "--jobs", "2", "--json"],
+        cwd=repo.path, env=repo.env({"SPY_LOG": str(spy)}), capture_output=True, text=True,
+        check=False,
+    )  # fmt: skip
+    verdicts = {r["test_id"]: r["verdict"] for r in results(run)}
+    assert verdicts == {
+        FLAKE: "ACCEPT_PREEXISTING",
+        "tests/test_twin.py::test_checksum": "ACCEPT_PREEXISTING",
+        REGRESSION: "REJECT_PATCH_INTRODUCED",
+    }
+    sessions = spy.read_text().splitlines()
+    assert len(sessions) == 2 * 8  # one session per committed seed, for each flake
+    assert set(sessions) == {"[]"}
