@@ -25,7 +25,7 @@ from flakecore.cli._output import Output, Result, add_output_arguments
 from flakecore.cli._signing import add_signing_arguments, signer_from_args
 from flakecore.errors import UsageError
 from flakecore.evidence import Attempt
-from flakecore.exits import TRIAGE_EXIT, TRIAGE_NOTHING_RED, triage_exit
+from flakecore.exits import EXIT_CANTCREAT, TRIAGE_EXIT, TRIAGE_NOTHING_RED, triage_exit
 from flakecore.gate.config import GateConfig, TriageConfig, parse_policy_override
 from flakecore.gate.policy_source import (
     PYPROJECT,
@@ -297,7 +297,9 @@ def _run(args: argparse.Namespace) -> int:
                 out.emit(_result(verdict, args, host))
                 verdicts.append(verdict)
     except Terminated as exc:
-        return die(f"stopped by {exc} (worktrees removed)", 128 + exc.signum)
+        return die(f"stopped by {exc} (worktrees removed, no record written)", 128 + exc.signum)
+    except OSError as exc:  # the records could not be written: nothing of this run stands
+        return die(f"{exc.filename}: cannot write the records: {exc.strerror}", EXIT_CANTCREAT)
     finally:
         if progress is not None:
             progress.clear()

@@ -36,9 +36,12 @@ one at a time, in test-id order.  The verdicts and records do not depend on
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import posixpath
+import shutil
+import tempfile
 import threading
 from collections import Counter
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
@@ -57,12 +60,13 @@ from flakecore.digest import sha256_bytes
 from flakecore.errors import FlakecoreError, InputError, UsageError
 from flakecore.evidence import Attempt, blocking_flags
 from flakecore.exits import TRIAGE_EXIT
-from flakecore.files import open_append, write_atomic
+from flakecore.files import MAX_FILE_BYTES, open_append, read_bytes, write_atomic
 from flakecore.gate.config import GateConfig, TriageConfig
 from flakecore.gate.replay import Judge, ReplayOutcome, ReplayRequest, run_replay
 from flakecore.gate.runtime import Terminated, stop_all, substitute
 from flakecore.gate.seedrun import BudgetRunOutcome, BudgetRunRequest, run_budget
 from flakecore.gate.worktree import GitError, read_blob, repo_toplevel
+from flakecore.jsonio import compact_line
 from flakecore.policy import Policy
 from flakecore.records import Seed
 from flakecore.seeds import seed_from_text
@@ -392,6 +396,10 @@ class _Run:
         self.progress = progress
         self.top = repo_toplevel(Path(os.path.abspath(request.checkout)))
         self.cancelled = threading.Event()
+        self.lock = threading.Lock()
+        #: ``(path in the output directory, bytes or a scratch file)``, written at the end.
+        self.pending: list[tuple[Path, bytes | Path]] = []
+        self.scratch = Path(tempfile.mkdtemp(prefix="flakecore-triage-"))
         self.claimed_epoch: str | None = None  # without a lock in base every replay says why
         with contextlib.suppress(GitError):
             lock = read_blob(self.top, request.base_sha, request.triage.epoch_lock)
@@ -404,16 +412,28 @@ class _Run:
             self.progress(test_id, status)
 
     def path(self, test_id: str, kind: str) -> Path:
+        """Where a record of ``test_id`` goes in the output directory (written at the end)."""
         return self.request.out_dir / f"{id_digest(test_id)}.{kind}"
+
+    def work(self, test_id: str, kind: str) -> Path:
+        """Where a run writes as it goes: the private scratch directory, never the output."""
+        return self.scratch / f"{id_digest(test_id)}.{kind}"
+
+    def publish(self, path: Path, data: bytes | Path) -> None:
+        """Write ``data`` (bytes from memory, or a scratch file's) to ``path`` at the end."""
+        with self.lock:
+            self.pending.append((path, data))
 
     def keep(self, test_id: str, kind: str, record: dict[str, object], sign: str,
              records: dict[str, str]) -> None:  # fmt: skip
-        """Note a record written at ``<digest>.<kind>.json``; sign it beside, given a key."""
-        records[kind] = str(self.path(test_id, f"{kind}.json"))
+        """Publish a record at ``<digest>.<kind>.json`` from memory; signed beside, given a key."""
+        path = self.path(test_id, f"{kind}.json")
+        self.publish(path, _json_bytes(record))
+        records[kind] = str(path)
         if self.request.signer is not None:
             envelope = sign_record(record, kind=sign, signer=self.request.signer, test_id=test_id)
             signed = self.path(test_id, f"{kind}.signed.json")
-            write_atomic(signed, _json_bytes(envelope))
+            self.publish(signed, _json_bytes(envelope))
             records[f"{kind}-signed"] = str(signed)
 
     def replay(self, test: RedTest, output: int) -> ReplayOutcome:
@@ -432,7 +452,7 @@ class _Run:
             patch_logs=test.logs,
             property_id=test.test_id,
             timeout_s=triage.timeout_s,
-            log=self.path(test.test_id, "replay-attempts.jsonl"),
+            log=self.work(test.test_id, "replay-attempts.jsonl"),
             setup=triage.setup,
         )
 
@@ -444,7 +464,7 @@ class _Run:
             request,
             judge=self.judge_for(test.test_id),
             policy=config.policy,
-            out=self.path(test.test_id, "freeze.json"),
+            out=None,
             progress=attempt,
             output=output,
         )
@@ -462,7 +482,7 @@ class _Run:
         )
         self.show(test.test_id, "seed budget")
         return run_budget(
-            request, out=self.path(test.test_id, "budget.json"), policy=config.policy, output=output
+            request, out=self.work(test.test_id, "budget.json"), policy=config.policy, output=output
         )
 
     def replay_phase(self, test: RedTest) -> TestVerdict | _Replayed:
@@ -485,8 +505,9 @@ class _Run:
                 f"not a pytest node id of a file in this repository: {source!r} is not a file "
                 "of the scored checkout (node ids are relative to the repository top)",
             )
-        output = self.path(test.test_id, "output.txt")
-        records = {"output": str(output)}
+        output = self.work(test.test_id, "output.txt")
+        self.publish(self.path(test.test_id, "output.txt"), output)
+        records = {"output": str(self.path(test.test_id, "output.txt"))}
         fd = open_append(output, new=True)
         try:
             replayed = self.replay(test, fd)
@@ -495,9 +516,16 @@ class _Run:
             return attrs.evolve(refused, records=records)
         finally:
             os.close(fd)
-        if (log := self.path(test.test_id, "replay-attempts.jsonl")).exists():
+        if replayed.attempts:  # the log as the replay checked it, from memory
+            assert test.summary is not None
+            lines = b"".join(
+                compact_line({"seed": test.summary.seed, "n": a.n, "result": a.result.value})
+                for a in replayed.attempts
+            )
+            log = self.path(test.test_id, "replay-attempts.jsonl")
+            self.publish(log, lines)
             records["attempts"] = str(log)
-        if replayed.freeze is not None:  # run_replay wrote it
+        if replayed.freeze is not None:
             self.keep(test.test_id, "freeze", replayed.freeze, "freeze-record", records)
         if replayed.decision.accepted and "budget" in self.request.triage.policies:
             return _Replayed(decision=replayed.decision, records=records)
@@ -512,7 +540,7 @@ class _Run:
         """
         records = dict(replayed.records)
         decisions: list[Decision[AdmitCode] | BudgetDecision] = [replayed.decision]
-        fd = open_append(self.path(test.test_id, "output.txt"), new=False)
+        fd = open_append(self.work(test.test_id, "output.txt"), new=False)
         try:
             budgeted = self.budget(test, fd)
         except (InputError, UsageError, FlakecoreError, OSError) as exc:
@@ -521,7 +549,7 @@ class _Run:
         finally:
             os.close(fd)
         decisions.append(budgeted.decision)
-        if budgeted.record is not None:  # run_budget wrote it
+        if budgeted.record is not None:
             self.keep(test.test_id, "budget", budgeted.record, "budget-run", records)
         return self.verdict(test, decisions, budgeted, records)
 
@@ -538,7 +566,6 @@ class _Run:
         if refusal is None:
             verdict, code = TriageVerdict.ACCEPT_PREEXISTING, admitted.code.value
             if budgeted is not None and (proposal := lease_proposal(budgeted, self.request.terms)):
-                write_atomic(self.path(test.test_id, "lease-proposal.json"), _json_bytes(proposal))
                 self.keep(test.test_id, "lease-proposal", proposal, "classify-report", records)
             else:
                 reasons.append(
@@ -562,6 +589,24 @@ class _Run:
             seed=test.seed,
             decisions=tuple(d.with_policy_source(source) for d in decisions),
         )
+
+
+def _write_out(out_dir: Path, pending: Sequence[tuple[Path, bytes | Path]]) -> None:
+    """Create the output directory and write every record into it, atomically each.
+
+    A directory that something filled while the runs went on (the patch's
+    code runs in the seed budget, as flakecore's own user) is refused: its
+    files could pass for records triage wrote.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if any(out_dir.iterdir()):
+        raise FileExistsError(
+            errno.EEXIST,
+            "something wrote into it while triage ran: no record written",
+            str(out_dir),
+        )
+    for path, data in sorted(pending, key=lambda p: p[0]):
+        write_atomic(path, data if isinstance(data, bytes) else read_bytes(data, MAX_FILE_BYTES))
 
 
 def _check(request: TriageRequest) -> None:
@@ -614,7 +659,6 @@ def run_triage(
             "can be replayed: name the test command ({test_id}, {seed}) and the epoch lock "
             "there (docs/triage.md)"
         )
-    request.out_dir.mkdir(parents=True, exist_ok=True)
     run = _Run(request, judge_for, progress) if todo else None
     pool = ThreadPoolExecutor(max_workers=request.jobs, thread_name_prefix="flakecore-triage")
     futures: dict[str, Future[TestVerdict | _Replayed]] = {
@@ -630,6 +674,8 @@ def run_triage(
             if progress is not None:
                 progress(test.test_id, "done")
             yield verdict
+        # Every run of the patch's code has ended: only now do the records appear.
+        _write_out(request.out_dir, run.pending if run is not None else [])
     except BaseException:
         if run is not None:
             run.cancelled.set()
@@ -637,3 +683,5 @@ def run_triage(
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+        if run is not None:
+            shutil.rmtree(run.scratch, ignore_errors=True)

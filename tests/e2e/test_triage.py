@@ -283,16 +283,18 @@ def test_a_stop_signal_ends_every_replay_and_removes_every_worktree(tmp_path: Pa
          "--out-dir", str(out), "--jobs", "2"],
         cwd=repo.path, env=repo.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    # Both replays are under way once each attempt log holds a line (5 attempts each).
+    # Both replays are under way once each attempt log (in triage's scratch) holds a line.
+    logs_now = repo.tmp.glob
     while (
         run.poll() is None
-        and sum(bool(p.read_bytes()) for p in out.glob("*.replay-attempts.jsonl")) < 2
+        and sum(bool(p.read_bytes()) for p in logs_now("flakecore-triage-*/*.jsonl")) < 2
     ):
         time.sleep(0.05)
     run.send_signal(signal.SIGTERM)
     _, stderr = run.communicate(timeout=120)
     assert run.returncode == 128 + signal.SIGTERM, stderr
-    assert stderr.strip().splitlines()[-1].endswith("(worktrees removed)")
+    assert stderr.strip().splitlines()[-1].endswith("(worktrees removed, no record written)")
+    assert not out.exists()
     assert repo.run("git", "worktree", "list").stdout.count("\n") == 1
     assert list(repo.tmp.iterdir()) == []
 
@@ -339,3 +341,34 @@ def test_the_patchs_code_never_runs_beside_a_base_worktree(tmp_path: Path) -> No
     sessions = spy.read_text().splitlines()
     assert len(sessions) == 2 * 8  # one session per committed seed, for each flake
     assert set(sessions) == {"[]"}
+
+
+#: In the patch only: a seed-budget run slips a forged lease proposal into the output directory.
+_FORGER = """
+import os
+
+
+def pytest_sessionstart(session):
+    if "FORGE_INTO" in os.environ:
+        os.makedirs(os.environ["FORGE_INTO"], exist_ok=True)
+        with open(os.path.join(os.environ["FORGE_INTO"], "forged.lease-proposal.json"), "w") as fh:
+            fh.write("{}")
+"""
+
+
+def test_records_appear_only_after_the_patchs_code_ran_and_a_forged_one_fails_the_run(
+    tmp_path: Path,
+) -> None:
+    repo = make_suite(tmp_path, table=TABLE, patch_files={"conftest.py": _FORGER})
+    logs, _ = repo.ci_run()
+    out = tmp_path / "out"
+    run = subprocess.run(
+        [sys.executable, "-m", "flakecore", "triage", "--base", "main", "--log-dir", str(logs),
+         "--out-dir", str(out)],
+        cwd=repo.path, env=repo.env({"FORGE_INTO": str(out)}), capture_output=True, text=True,
+        check=False,
+    )  # fmt: skip
+    assert run.returncode == 73, run.stderr
+    assert "something wrote into it while triage ran: no record written" in run.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["forged.lease-proposal.json"]
+    assert list(repo.tmp.iterdir()) == []
