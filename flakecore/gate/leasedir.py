@@ -36,7 +36,7 @@ from flakecore.gate.ledger import record_file_name
 from flakecore.gate.worktree import repo_toplevel
 from flakecore.lease import lease_problems
 from flakecore.signing import RecordProblems, verify_signed
-from flakecore.trust import TrustVerdict, inside
+from flakecore.trust import TrustVerdict
 
 __all__ = ["LeaseRefused", "TrustedLease", "trusted_leases"]
 
@@ -74,11 +74,27 @@ def _check(name: str, now: dt.datetime, config: GateConfig) -> RecordProblems:
     return check
 
 
+def _in_repository(path: Path, top: Path) -> str | None:
+    """``path`` from the repository top, its parts below the top as given (links unresolved).
+
+    Only the directories down to the top are resolved (a checkout under a
+    linked ``/tmp``); below it nothing is, so a lease directory that is a
+    link reaches the reader as a link and is refused there.
+    """
+    absolute = Path(os.path.abspath(path))
+    for parent in absolute.parents:
+        if os.path.realpath(parent) == str(top):
+            return absolute.relative_to(parent).as_posix()
+    return None
+
+
 def _where(directory: Path, name: str, top: Path | None) -> str:
     """How a file is named in reasons: from the repository top, or as given without a base."""
     if top is None:
         return str(directory / name)
-    return os.path.relpath(os.path.join(os.path.realpath(directory), name), top)
+    rel = _in_repository(directory / name, top)
+    assert rel is not None  # trusted_leases checked the directory
+    return rel
 
 
 def _judge(
@@ -114,7 +130,7 @@ def trusted_leases(
     top: Path | None = None
     if config.source.revision is not None:
         top = repo_toplevel(directory)
-        if not inside(directory, top):
+        if _in_repository(directory / "x", top) is None:
             raise LeaseRefused(f"{directory}: the lease directory is not in the repository {top}")
     try:
         names = sorted(n for n in os.listdir(directory) if not n.startswith("."))

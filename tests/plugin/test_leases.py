@@ -169,6 +169,14 @@ def _self_accepted(repo: pytest.Pytester) -> None:
     git(repo.path, "commit", "-qam", "a lease its author accepted, reviewed")
 
 
+def _linked(repo: pytest.Pytester) -> None:
+    """The patch makes the lease directory a link to reviewed leases kept elsewhere in base."""
+    (repo.path / "leases").rename(repo.path / "archive")
+    (repo.path / "leases").symlink_to("archive")
+    git(repo.path, "add", "-A")
+    git(repo.path, "commit", "-qm", "leases now live in archive/")
+
+
 def _stray(repo: pytest.Pytester) -> None:
     (repo.path / "leases" / "notes.txt").write_text("not a lease")
 
@@ -183,8 +191,18 @@ def _stray(repo: pytest.Pytester) -> None:
         (_misfiled, "*stored as*not as its test's file*"),
         (_self_accepted, "*accepted_by is the patch author*"),
         (_stray, "*notes.txt: not a lease file*"),
+        (_linked, "*SYMLINK*"),
     ],
-    ids=["expired", "forged", "changed", "malformed", "misfiled", "self-accepted", "stray"],
+    ids=[
+        "expired",
+        "forged",
+        "changed",
+        "malformed",
+        "misfiled",
+        "self-accepted",
+        "stray",
+        "linked",
+    ],
 )
 def test_a_lease_that_does_not_count_fails_the_session_before_any_test(
     repo: pytest.Pytester, break_it: Callable[[pytest.Pytester], None], reason: str
