@@ -54,6 +54,7 @@ class AttemptFlag(str, enum.Enum):
     UNEXPECTED_PASS = "unexpected-pass"  # an expected failure passed (xpass, passing TODO)
     BAILED_OUT = "bailed-out"  # recorded after the run announced it gave up (TAP Bail out!)
     INCOMPLETE_HISTORY = "incomplete-history"  # the report kept fewer attempts than ran
+    STREAM_DEFECT = "stream-defect"  # the report as a whole is defective (TAP plan, cut, ...)
 
 
 class AttemptResult(str, enum.Enum):

@@ -15,6 +15,7 @@ from flakecore.errors import InputError, LimitError
 __all__ = [
     "BAILED",
     "CONFLICT",
+    "DEFECT",
     "NO_FLAGS",
     "PLAN_ID",
     "PSEUDO_HOOK",
@@ -41,10 +42,13 @@ PSEUDO_HOOK = re.compile(
     re.DOTALL,
 )
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
 NO_FLAGS: frozenset[AttemptFlag] = frozenset()
 CONFLICT = frozenset({AttemptFlag.CONFLICTING_DUPLICATE})
 UNEXPECTED = frozenset({AttemptFlag.UNEXPECTED_PASS})
 BAILED = frozenset({AttemptFlag.BAILED_OUT})
+DEFECT = frozenset({AttemptFlag.STREAM_DEFECT})
 
 
 def incomplete_flags() -> frozenset[AttemptFlag]:
@@ -95,12 +99,28 @@ def clip(text: str | None, limit: int) -> str | None:
 
 
 def check_id(test_id: str, limit: int, source: str, line: int | None) -> str:
-    """Refuse an id that cannot be one: too long, or not encodable as UTF-8."""
+    """Refuse a string that cannot be a test id; every format's ids go through here.
+
+    A test id is never blank (empty or whitespace only) and holds no NUL or
+    other control character (C0, DEL, C1): a ledger row or lease keyed by it
+    must name one test, printably.  Also refused: longer than ``limit``, or
+    not encodable as UTF-8 (a lone surrogate).
+    """
+    if test_id.isprintable() and len(test_id) <= limit and test_id and not test_id.isspace():
+        return test_id  # the common case: one C-level pass each
     if len(test_id) > limit:
         raise LimitError(f"test id longer than {limit} characters", source=source, line=line)
-    if not test_id.isascii():
-        try:
-            test_id.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InputError("test id holds a lone surrogate", source=source, line=line) from None
+    if not test_id or test_id.isspace():
+        raise InputError(f"blank test id {test_id[:20]!r}", source=source, line=line)
+    control = _CONTROL.search(test_id)
+    if control is not None:
+        raise InputError(
+            f"test id {test_id[:200]!r} holds the control character U+{ord(control.group()):04X}",
+            source=source,
+            line=line,
+        )
+    try:
+        test_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError("test id holds a lone surrogate", source=source, line=line) from None
     return test_id

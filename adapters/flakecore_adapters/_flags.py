@@ -28,6 +28,14 @@ a report whose iteration raised.  Every repeat of an id in a separate
 element is flagged, whatever the outcomes: agreeing childless rerun elements
 prove nothing.
 
+A *stream-level defect* (a TAP plan not kept, a cut last line, ...) is a
+defect of every record of the report, so :meth:`Emitter.taint` puts
+``stream-defect`` on every attempt, those already held and those still to
+come.  Attempts that already left the window cannot get it: a defect found
+after that refuses the report (``InputError``), as a far repeat does.  So
+does any defect when only one test id is kept (``only``): a caller asking
+for one test's attempts takes them as that test's evidence.
+
 Two outputs share this logic: ``Attempt`` objects (``iter_attempts``) and
 JSON Lines text (``iter_jsonl``).  The text path may also hand over whole
 *blocks* of attempts it rendered itself (:meth:`Emitter.claim` /
@@ -47,8 +55,8 @@ from typing import Any
 
 from flakecore.codes import AttemptFlag, Outcome
 from flakecore.errors import InputError, LimitError
-from flakecore_adapters._common import CONFLICT, NO_FLAGS
-from flakecore_adapters._render import add_conflict
+from flakecore_adapters._common import CONFLICT, DEFECT, NO_FLAGS
+from flakecore_adapters._render import add_flag
 
 __all__ = ["Emitter"]
 
@@ -149,7 +157,9 @@ class Emitter:
         "_alias",
         "_build",
         "_converted",
+        "_defect",
         "_element",
+        "_emitted",
         "_flagged",
         "_live",
         "_next",
@@ -157,6 +167,7 @@ class Emitter:
         "_queue",
         "_seen",
         "_source",
+        "_stream",
         "_window",
         "counts",
         "out",
@@ -195,6 +206,11 @@ class Emitter:
         self._converted: set[str] = set()
         self._next = 0
         self._element = 0
+        # The first stream-level defect, the flags it adds to every record,
+        # and whether any record left the window (then a defect is too late).
+        self._defect: str | None = None
+        self._stream: frozenset[AttemptFlag] = NO_FLAGS
+        self._emitted = False
 
     def element(self) -> int:
         """A new element serial: attempts added under another serial are separate."""
@@ -299,6 +315,32 @@ class Emitter:
         """
         self._queue.append((first + len(ids) - 1, None, ids, lines, lines_at, first, counts))
 
+    def taint(self, defect: str, line: int | None) -> None:
+        """A defect of the whole report: every record of it carries ``stream-defect``.
+
+        Raises :class:`InputError` instead when a record already left the
+        window (it can no longer be flagged) or only one test id is kept.
+        """
+        if self._defect is not None:
+            return
+        self._defect = defect
+        self._stream = DEFECT
+        if self._only is not None:
+            raise InputError(
+                f"{defect}: a defect of the whole report, so no test's attempts "
+                "can be taken from it",
+                source=self._source,
+                line=line,
+            )
+        if self._emitted:
+            raise InputError(
+                f"{defect}: a defect of the whole report, found after some of its "
+                "attempts were emitted; they can no longer be flagged "
+                "(raise Limits.reorder_window)",
+                source=self._source,
+                line=line,
+            )
+
     # -- emission -----------------------------------------------------------------
     def ready(self) -> None:
         """Move every attempt no later repeat can flag any more to :attr:`out`."""
@@ -314,6 +356,9 @@ class Emitter:
         out = self.out
         build = self._build
         counts = self.counts
+        stream = self._stream
+        if queue and queue[0][0] < limit:
+            self._emitted = True
         while queue and queue[0][0] < limit:
             item = queue.popleft()
             if item[1] is None:
@@ -322,6 +367,8 @@ class Emitter:
             index, state, test_id, outcome, native, number, src, duration, message, flags = item
             if state[_FLAGGED]:
                 flags = flags | CONFLICT
+            if stream:
+                flags = flags | stream
             if state[_LAST] == index:
                 self._end(test_id, state)
             out.append(build(test_id, outcome, native, number, src, duration, message, flags))
@@ -345,7 +392,7 @@ class Emitter:
                 if test_id in converted:  # its state goes on: it ends in _end
                     converted.discard(test_id)
                     live[test_id][_LINE] = lines_at[at]
-                    lines[at] = add_conflict(lines[at])
+                    lines[at] = add_flag(lines[at], AttemptFlag.CONFLICTING_DUPLICATE)
                     flagged_extra += not block_counts.get("flagged")
                 else:
                     del live[test_id]
@@ -355,6 +402,9 @@ class Emitter:
         else:
             deque(map(live.pop, ids), 0)
             self._seen.add_all(ids, lines_at)
+        if self._stream:  # every record of a defective stream, whatever it had
+            lines = [add_flag(line, AttemptFlag.STREAM_DEFECT) for line in lines]
+            flagged_extra = len(ids) - block_counts.get("flagged", 0)
         self.out += lines
         counts = self.counts
         if counts is not None:

@@ -23,6 +23,13 @@ SNIFF_BYTES = 64 * 1024
 _TAP_START = re.compile(
     rb"(?:TAP version [0-9]|1\.\.[0-9]|ok\b|not ok\b|bail out!|pragma [+-]|#)", re.IGNORECASE
 )
+#: A line the TAP parser acts on (a version, plan, test point or bail out, at
+#: any indent), anywhere in the sniffed bytes: TAP behind build noise
+#: (``make[1]: Entering directory ...``) is still TAP to ``--format tap``.
+_TAP_LINE = re.compile(
+    rb"^ *(?:(?i:TAP version) [0-9]|1\.\.[0-9]|(?:not )?ok(?:[ \t#\r]|$)|(?i:Bail out!))",
+    re.MULTILINE,
+)
 _REFUSED_PREFIXES = (
     (b"\x1f\x8b", "gzip-compressed input is refused (decompress it first)"),
     (b"BZh", "bzip2-compressed input is refused (decompress it first)"),
@@ -40,7 +47,9 @@ def sniff(first_bytes: bytes, *, source: str = "<input>") -> str:
 
     Returns ``junit``, ``pytest-json``, ``pytest-reportlog`` or ``tap``;
     raises :class:`~flakecore.errors.InputError` for empty, compressed,
-    UTF-16/32, NUL-bearing or unrecognized content.
+    UTF-16/32, NUL-bearing or unrecognized content.  Text that starts with
+    something else is TAP when a line in those bytes is one the TAP parser
+    acts on, as ``format="tap"`` would read it.
     """
     head = bytes(first_bytes[:SNIFF_BYTES])
     check_prefix(head, source)
@@ -59,10 +68,10 @@ def sniff(first_bytes: bytes, *, source: str = "<input>") -> str:
     if lead == b"{":
         first_line = stripped.split(b"\n", 1)[0]
         return "pytest-reportlog" if b'"$report_type"' in first_line else "pytest-json"
+    if _TAP_START.match(stripped) or _TAP_LINE.search(body):
+        return "tap"  # (also "[INFO] ..." noise before TAP: pytest JSON is never an array)
     if lead == b"[":
         return "pytest-json"
-    if _TAP_START.match(stripped):
-        return "tap"
     raise InputError(
         "unrecognized report format (expected JUnit XML, pytest JSON, "
         "pytest-reportlog JSON Lines or TAP)",

@@ -58,6 +58,7 @@ class JsonStream:
     """A cursor over a JSON text read in chunks; values are decoded whole."""
 
     __slots__ = (
+        "_bslash",
         "_buf",
         "_cline",
         "_cpos",
@@ -66,6 +67,7 @@ class JsonStream:
         "_first",
         "_lines",
         "_pos",
+        "escaped",
         "limits",
         "reader",
     )
@@ -81,6 +83,12 @@ class JsonStream:
         self._lines = 0  # newlines in text already dropped from the buffer
         self._cpos = 0  # line cache: newlines in _buf[:_cpos] are _cline
         self._cline = 0
+        #: Whether the text of the last value decoded holds a backslash.  Without
+        #: one its strings hold no control character and no lone surrogate: the
+        #: strict scanner refuses raw control characters, so only an escape
+        #: can make them.
+        self.escaped = False
+        self._bslash = -1  # the first backslash in _buf at or after _pos (len: none); -1 unknown
 
     # -- positions and errors -------------------------------------------------
     def line_at(self, pos: int) -> int:
@@ -135,6 +143,7 @@ class JsonStream:
             self._pos = 0
         else:
             self._buf += text
+        self._bslash = -1
         if not data:
             self._eof = True
         return bool(data) or bool(text)
@@ -223,6 +232,11 @@ class JsonStream:
                 continue
             start_line = self.line_at(pos)
             self._pos = end
+            bslash = self._bslash
+            if bslash < pos:  # one search per backslash (and per chunk), not per value
+                found = buf.find("\\", pos)
+                self._bslash = bslash = len(buf) if found < 0 else found
+            self.escaped = bslash < end
             return value, start_line
 
     def at_end(self) -> bool:

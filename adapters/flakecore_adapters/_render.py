@@ -20,7 +20,7 @@ from flakecore.evidence import ATTEMPT_RECORD_FORMAT, duration_or_none
 __all__ = [
     "HEAD",
     "OUTCOME_KEY",
-    "add_conflict",
+    "add_flag",
     "file_prefix",
     "flags_json",
     "quote",
@@ -37,7 +37,6 @@ HEAD = '{"format":' + quote(ATTEMPT_RECORD_FORMAT) + ',"format_version":"1.0","t
 OUTCOME_KEY = {o: ',"outcome":"' + o.value + '","native":' for o in Outcome}
 
 _FLAGS: dict[frozenset[AttemptFlag], str] = {}
-_CONFLICT_VALUE = quote(AttemptFlag.CONFLICTING_DUPLICATE.value)
 _FLAGS_KEY = ',"flags":['
 
 
@@ -120,8 +119,8 @@ def render(  # noqa: PLR0917 - the per-record hot path: positional on purpose
     )
 
 
-def add_conflict(line: str) -> str:
-    """``line`` with ``conflicting-duplicate`` added to its flags (kept sorted).
+def add_flag(line: str, flag: AttemptFlag) -> str:
+    """``line`` with ``flag`` added to its flags (kept sorted, no repeat).
 
     Every string value in a record is escaped, so an unescaped ``,"flags":[``
     can only be the key itself, and flag values never hold ``]`` or ``,``.
@@ -129,5 +128,5 @@ def add_conflict(line: str) -> str:
     start = line.index(_FLAGS_KEY) + len(_FLAGS_KEY)
     end = line.index("]", start)
     values = set(line[start:end].split(",")) if end > start else set()
-    values.add(_CONFLICT_VALUE)
+    values.add(quote(flag.value))
     return line[:start] + ",".join(sorted(values)) + line[end:]

@@ -57,7 +57,8 @@ _RESULT_TAGS = frozenset(
     {"failure", "error", "skipped", "flakyFailure", "flakyError", "rerunFailure", "rerunError"}
 )
 #: Lower-cased local names that must never be silently ignored: a variant of
-#: one of these (``<Failure>``, ``<x:failure>``, ``<TestCase>``) is refused.
+#: one of these (``<Failure>``, ``<x:failure>``, ``<TestCase>``) is refused, and
+#: so is one of these with a default namespace (``<failure xmlns="urn:x">``).
 _GUARDED = frozenset(
     {
         "failure",
@@ -167,6 +168,12 @@ def _handlers(
             raise LimitError(
                 f"XML nested deeper than {max_depth}", source=source, line=parser.CurrentLineNumber
             )
+        if "xmlns" in attrs and attrs["xmlns"] and _guarded(name):
+            # In a namespace, <failure> is another vocabulary's element, not JUnit's.
+            raise fail(
+                f"<{name[:40]}> in the XML namespace {attrs['xmlns'][:80]!r} is not "
+                "a JUnit element (namespaced reports are refused)"
+            )
         if tc is None:
             if name == "testcase":  # not on ``outer``: nothing inside a testcase reads it
                 if depth == 1:
@@ -239,7 +246,8 @@ def _handlers(
             if case is not None and classname and classname.strip() == classname:
                 node = node_id(tc, suite) if suite == PYTEST_SUITE else None
                 test_id = node or f"{classname}::{case}"
-                if len(test_id) <= max_id and test_id.isascii():
+                # Printable ASCII: no control character, nothing to check.
+                if len(test_id) <= max_id and test_id.isascii() and test_id.isprintable():
                     time = tc.get("time")
                     timed = durations.get(time)
                     if timed is None:
@@ -249,7 +257,7 @@ def _handlers(
                         if len(durations) > _CACHE:
                             durations.clear()
                         durations[time] = timed
-                    if test_id.isprintable() and '"' not in test_id and "\\" not in test_id:
+                    if '"' not in test_id and "\\" not in test_id:
                         # Printable ASCII without '"' and '\\' is its own JSON text.
                         records.append(
                             f'{HEAD}"{test_id}"{timed}{tc_line}'
@@ -476,10 +484,11 @@ class _Cases:
             raise InputError("testcase without a name attribute", source=source, line=line)
         classname = attrs.get("classname")
         stripped = classname.strip() if classname else ""
-        test_id = node_id(attrs, suite) or (f"{stripped}::{name}" if stripped else name)
-        max_id = limits.max_id_chars
-        if len(test_id) > max_id or not test_id.isascii():
-            check_id(test_id, max_id, source, line)
+        # A blank classname is the enclosing suite's: three tests named "A" in
+        # three suites are three tests.
+        part = stripped or (suite.strip() if suite else "")
+        test_id = node_id(attrs, suite) or (f"{part}::{name}" if part else name)
+        test_id = check_id(test_id, limits.max_id_chars, source, line)
         if not results:
             status = attrs.get("status")
             if status is None or status.lower() in _PASS_STATUS:

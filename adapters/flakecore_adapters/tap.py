@@ -1,17 +1,26 @@
 """TAP 13 and 14 to attempts, with a line-streaming parser of our own.
 
 Why not tap.py: it is tolerant by design (unknown lines become "unknown",
-a short run is still a run).  Here a plan that is missing, unfulfilled,
-out of sequence or contradicted is an ``error`` pseudo-attempt ``<plan>``
-(``"outer > <plan>"`` inside a subtest); after ``Bail out!`` every later
-attempt carries ``bailed-out``.  YAML diagnostic blocks are kept as message
+a short run is still a run).  Here a *stream-level defect* -- a plan that
+is missing, unfulfilled, out of sequence or contradicted, ``Bail out!``, a
+last line without its newline (a cut report), a YAML block that is never
+closed -- is listed by an ``error`` pseudo-attempt ``<plan>`` (``"outer >
+<plan>"`` inside a subtest) and puts ``stream-defect`` on *every* attempt of
+the report (:meth:`Emitter.taint`): a pass read from a cut or contradicted
+stream is not evidence.  After ``Bail out!`` every later attempt also
+carries ``bailed-out``.  YAML diagnostic blocks are kept as message
 text and never parsed as YAML (no aliases, no anchors, no tags); only a few
 top-level scalar keys are matched with a line pattern: node's
 ``failureType`` and ``exitCode``, bats' ``timeout_sec``, ``duration_ms``.
 
-Test ids: enclosing subtest names (from ``# Subtest: name``, else the parent
-test point's description) and the description, joined with ``" > "``; a
-point without description is ``#<number>``.
+Subtests: TAP 14's (``# Subtest: name``, the child indented by 4 spaces,
+then the parent's test point) and the brace form of node-tap's buffered
+subtests and Perl's Test2 (the parent's test point first, ending in ``{``,
+the child indented by 4 spaces, then ``}`` at the parent's indent).
+
+Test ids: the subtest path -- enclosing subtest names (``# Subtest: name``,
+else the parent test point's description) and the description, joined with
+``" > "``; a point without description is ``#<number>``.
 """
 
 from __future__ import annotations
@@ -53,24 +62,33 @@ _VERSION = re.compile(r"TAP version ([0-9]+)[ \t]*", re.IGNORECASE)
 _SUBTEST = re.compile(r"#[ \t]*Subtest(?::[ \t]*(.*))?", re.DOTALL)
 _BAIL = re.compile(r"Bail out!(.*)", re.DOTALL | re.IGNORECASE)
 _PRAGMA = re.compile(r"pragma[ \t]+([+-])([A-Za-z0-9_-]+)[ \t]*")
-_DIRECTIVE = re.compile(r"[ \t]*(skip|todo|timeout)\S*(?:[ \t]+(.*))?", re.DOTALL | re.IGNORECASE)
+#: The TAP 14 directives, by their stem (tap-parser: ``# SKIPPED``, ``# todo:``), any case.
+_DIRECTIVE = re.compile(r"[ \t]*(skip|todo)\S*(?:[ \t]+(.*))?", re.DOTALL | re.IGNORECASE)
+#: node-tap's (tap-parser's) ``# time=12.5ms``: not part of the description.
+_TIME = re.compile(r"[ \t]*time=((?:[1-9][0-9]*|0)(?:\.[0-9]+)?)(ms|s)[ \t]*", re.IGNORECASE)
+#: bats' ``# timeout after 5s`` on a test killed for time.
+_BATS_TIMEOUT = re.compile(r"[ \t]*timeout after [0-9]+s[ \t]*")
 _YAML_KEY = re.compile(r"(failureType|exitCode|timeout_sec|duration_ms):[ \t]*(.*?)[ \t]*")
 _MAX_NUMBER_DIGITS = 15
 
 # Fast lane (text output only): a run of plain passing test points at the top
 # level, ``ok N - description`` with a description of printable ASCII without
-# '"', '#' or '\\' (so no directive, no escape, nothing to quote) and no
-# surrounding blanks.  Such a line means exactly: pass, native "ok", test id =
-# description.  Everything else goes through the line state machine.
+# '"', '#', '\\' or '{' (so no directive, no escape, no brace subtest, nothing
+# to quote) and no surrounding blanks.  Such a line means exactly: pass,
+# native "ok", test id = description.  Everything else goes through the line
+# state machine.
 # (Blanks around the description are excluded by two ``str.find`` on the whole
 # run, " \n" and "-  ": cheaper than a backtracking pattern.)
-_RUN = re.compile(r"(?:ok [1-9][0-9]{0,14} - [ !$-\[\]-~]+\n)+")
+_RUN = re.compile(r"(?:ok [1-9][0-9]{0,14} - [ !$-\[\]-z|-~]+\n)+")
 # Splits "\n" + a run without its last newline into ['', number, description, ...].
 _RUN_SPLIT = re.compile(r"\nok ([0-9]+) - ")
 _YAML_KEYS = re.compile(
     r"^(failureType|exitCode|timeout_sec|duration_ms):[ \t]*(.*?)[ \t]*$", re.MULTILINE
 )
 _YAML_ENDS: dict[int, re.Pattern[str]] = {}
+#: Per YAML indent: a line that is neither blank nor indented that far (it ends the block).
+_YAML_OUTSIDE: dict[int, re.Pattern[str]] = {}
+_BLANK = re.compile(r"[ \t]*")
 _RUN_HEAD = HEAD + '"'
 _NUMBER_KEY = ',"number":'
 _DESCRIPTION_KEY = ',"description":"'
@@ -83,26 +101,61 @@ def _unescape(text: str) -> str:
     return re.sub(r"\\([\\#])", r"\1", text)
 
 
+def _directive(tail: str) -> tuple[str, str | None] | None:
+    """``(word, reason or time)`` when the text after a ``#`` is a directive we know."""
+    found = _DIRECTIVE.fullmatch(tail)
+    if found is not None:
+        return found.group(1).lower(), found.group(2)
+    timed = _TIME.fullmatch(tail)
+    if timed is not None:  # the reason is the duration in seconds
+        milli = timed.group(2).lower() == "ms"
+        return "time", repr(float(timed.group(1) + ("e-3" if milli else "")))
+    if _BATS_TIMEOUT.fullmatch(tail) is not None:
+        return "timeout", None
+    return None
+
+
 def _split(rest: str) -> tuple[str, str | None, str | None]:
-    """``(description, directive word or None, reason)`` of a test point's tail."""
-    directive = reason = None
+    """``(description, directive word or None, reason)`` of a test point's tail.
+
+    Only a known directive ends the description; any other ``#`` is part of
+    it (``not ok 1 - foo # bar`` is test ``foo # bar``).  The directive
+    follows the first unescaped ``#`` (Perl's TAP::Parser: ``word#skip`` is a
+    SKIP), or else the first unescaped ``#`` after a blank (tap-parser:
+    ``a#b # SKIP`` is a SKIP of ``a#b``): a directive either reader sees is
+    one.  ``\\#`` and ``\\\\`` are escapes.
+    """
+    first = spaced = -1
     at = rest.find("#")
-    while at > 0:  # a '#' preceded by an odd number of backslashes is escaped
+    while at >= 0:
         slashes = at - len(rest[:at].rstrip("\\"))
-        if slashes % 2 == 0:
-            break
+        if slashes % 2 == 0:  # a '#' after an odd number of backslashes is escaped
+            if first < 0:
+                first = at
+            if at == 0 or rest[at - 1] in " \t":
+                spaced = at
+                break
         at = rest.find("#", at + 1)
-    if at >= 0:
-        tail = rest[at + 1 :]
-        rest = rest[:at]
-        found = _DIRECTIVE.fullmatch(tail)
-        if found is not None:
-            directive = found.group(1).lower()
-            reason = found.group(2)
+    found = None
+    for at in (first, spaced):
+        if at >= 0:
+            found = _directive(rest[at + 1 :])
+            if found is not None:
+                rest = rest[:at]
+                break
     desc = rest.strip()
     if desc.startswith("-"):
         desc = desc[1:].strip()
+    directive, reason = found if found is not None else (None, None)
     return _unescape(desc), directive, reason
+
+
+def _brace(rest: str) -> tuple[str, bool]:
+    """A test point's tail without the ``{`` that opens a brace subtest, and whether it had one.
+
+    As tap-parser reads it: a ``{`` that ends the line (blanks were stripped).
+    """
+    return (rest[:-1], True) if rest.endswith("{") else (rest, False)
 
 
 class _Frame:
@@ -143,6 +196,7 @@ class _Point:
         "line",
         "not_ok",
         "number",
+        "seconds",
         "yaml",
         "yaml_size",
     )
@@ -159,6 +213,7 @@ class _Point:
         self.yaml_size = 0
         self.extra: dict[str, str] = {}
         self.child_failed: str | None = None
+        self.seconds: float | None = None  # node-tap's "# time=" directive
 
 
 class _Parser:
@@ -178,6 +233,7 @@ class _Parser:
         self.strict = False
         self.lines_seen = 0
         self.held: list[tuple[tuple[_Frame, ...], list[Any]]] = []
+        self.braces: list[_Point] = []  # brace subtests open, innermost last
 
     # -- emission ---------------------------------------------------------------
     def _emit(self, frames: tuple[_Frame, ...], spec: list[Any]) -> None:
@@ -218,6 +274,12 @@ class _Parser:
         emitter.add(
             test_id, emitter.element(), line, outcome, native, src, duration, message, flags
         )
+
+    def _defect(self, frame: _Frame, problem: str, line: int | None) -> None:
+        """A stream-level defect: listed by ``frame``'s ``<plan>`` pseudo-attempt, and
+        ``stream-defect`` on every attempt of the report."""
+        frame.problems.append(problem)
+        self.emitter.taint(problem, line)
 
     # -- frames -----------------------------------------------------------------
     def _open_to(self, level: int) -> None:
@@ -261,6 +323,7 @@ class _Parser:
             problems.append(f"planned {frame.plan} tests, ran {frame.count}")
         if not problems:
             return
+        self.emitter.taint(problems[-1], self.lines_seen or None)
         frames = (*self.frames[: frame.level], frame)
         spec = [
             PLAN_ID,
@@ -314,7 +377,7 @@ class _Parser:
             frame.failed = True
         if self.bailed:
             flags = flags | BAILED
-        duration = None
+        duration = point.seconds
         if "duration_ms" in extra:
             ms = duration_from_text(extra["duration_ms"])
             duration = None if ms is None else ms / 1000.0
@@ -347,12 +410,16 @@ class _Parser:
                 raise InputError("test number out of range", source=self.source, line=line)
             number = int(number_text)
             if number != frame.count:
-                frame.problems.append(
-                    f"test number {number} out of sequence (expected {frame.count})"
+                self._defect(
+                    frame, f"test number {number} out of sequence (expected {frame.count})", line
                 )
         if frame.plan is not None and frame.plan_at_end:
-            frame.problems.append(f"test point {number} after the closing plan")
-        desc, directive, _reason = _split(rest)
+            self._defect(frame, f"test point {number} after the closing plan", line)
+        rest, brace = _brace(rest)
+        desc, directive, reason = _split(rest)
+        if directive == "time":
+            point.seconds = float(str(reason))
+            directive = None
         point.frames = tuple(self.frames)
         point.not_ok = not_ok is not None
         point.number = number
@@ -360,7 +427,68 @@ class _Parser:
         point.directive = directive
         point.line = line
         point.indent = level * 4
+        if brace:
+            self._open_brace(point)
+            return
         self.point = point
+
+    def _open_brace(self, point: _Point) -> None:
+        """``point`` is the parent of a brace subtest: its child follows, one level deeper."""
+        level = point.indent // 4
+        self.braces.append(point)
+        self.announce = (level, point.desc or f"#{point.number}")
+        self._open_to(level + 1)
+
+    def _end_brace(self) -> None:
+        """The innermost brace subtest is over: its parent point waits for a YAML block."""
+        self._finish_point()
+        parent = self.braces.pop()
+        self._close_to(parent.indent // 4, parent)
+        self.point = parent
+
+    def _unclosed_brace(self, number: int | None) -> None:
+        """The innermost brace subtest ends without its ``}`` line (a stream-level defect)."""
+        parent = self.braces[-1]
+        where = f"before line {number}" if number is not None else "at the end of the report"
+        self._defect(
+            parent.frames[-1],
+            f"the brace subtest of the test point at line {parent.line} is not closed {where}",
+            number,
+        )
+        self._end_brace()
+
+    def _braces(self, spaces: int, body: str, number: int) -> bool:
+        """Open or close brace subtests at this line; True when it was a brace line.
+
+        ``{`` alone at the pending point's indent makes it a parent (node-tap
+        writes it after the parent's YAML block); ``}`` at the innermost
+        parent's indent closes it.  A test point, plan
+        or ``# Subtest`` at or left of that indent, or an outer ``}``, means
+        the brace was never closed.
+        """
+        braces = self.braces
+        if body == "{":  # node-tap: "{" on its own line, after the parent's YAML block
+            point = self.point
+            if point is None or spaces != point.indent:
+                return False
+            self.point = None
+            self._open_brace(point)
+            return True
+        if not braces:
+            return False
+        if body == "}":
+            while braces and spaces < braces[-1].indent:
+                self._unclosed_brace(number)
+            if braces and spaces == braces[-1].indent:
+                self._end_brace()
+                return True
+            return False
+        if spaces <= braces[-1].indent and (
+            _POINT.fullmatch(body) or _PLAN.fullmatch(body) or _SUBTEST.fullmatch(body)
+        ):
+            while braces and spaces <= braces[-1].indent:
+                self._unclosed_brace(number)
+        return False
 
     # -- lines ----------------------------------------------------------------------
     def line(self, text: str, number: int) -> None:
@@ -369,17 +497,20 @@ class _Parser:
             point = self.point
             assert point is not None
             indent = point.indent + 2
-            if text[:indent].strip(" ") == "" and text[indent:].rstrip() == "...":
-                self.in_yaml = False
+            inside = text[:indent].strip(" ") == ""
+            if inside or _BLANK.fullmatch(text):
+                if inside and text[indent:].rstrip() == "...":
+                    self.in_yaml = False
+                    return
+                body = text[indent:] if inside else ""
+                if point.yaml_size < self.limits.max_message_chars * 4:
+                    point.yaml.append(body)
+                    point.yaml_size += len(body) + 1
+                key = _YAML_KEY.fullmatch(body)
+                if key is not None:
+                    point.extra[key.group(1)] = key.group(2)
                 return
-            body = text[indent:] if text[:indent].strip(" ") == "" else text.strip()
-            if point.yaml_size < self.limits.max_message_chars * 4:
-                point.yaml.append(body)
-                point.yaml_size += len(body) + 1
-            key = _YAML_KEY.fullmatch(body)
-            if key is not None:
-                point.extra[key.group(1)] = key.group(2)
-            return
+            self._unclosed_yaml(number)  # a line less indented than the block ends it
         stripped = text.lstrip(" ")
         spaces = len(text) - len(stripped)
         body = stripped.rstrip(" \t")
@@ -389,13 +520,18 @@ class _Parser:
         if point is not None and spaces == point.indent + 2 and body == "---" and not point.yaml:
             self.in_yaml = True
             return
+        if (self.braces or body == "{") and self._braces(spaces, body, number):
+            return
         if spaces % 4:
             if point is not None and body.startswith("#"):
                 return
             if _POINT.fullmatch(body) is not None:
                 # Another reader may count this line as a test point: never ignore it silently.
-                self.frames[-1].problems.append(
-                    f"line {number}: a test point indented by {spaces} spaces (not a multiple of 4)"
+                self._defect(
+                    self.frames[-1],
+                    f"line {number}: a test point indented by {spaces} spaces "
+                    "(not a multiple of 4)",
+                    number,
                 )
             self._unknown(text, number)
             return
@@ -427,6 +563,12 @@ class _Parser:
         bail = _BAIL.fullmatch(body)
         if bail is not None:
             self.bailed = True
+            reason = bail.group(1).strip()
+            self._defect(
+                self.frames[0],
+                f"line {number}: Bail out!" + (f" {reason[:200]}" if reason else ""),
+                number,
+            )
             return
         version = _VERSION.fullmatch(body)
         if version is not None:
@@ -446,25 +588,37 @@ class _Parser:
             return
         self._unknown(text, number)
 
+    def _unclosed_yaml(self, number: int | None) -> None:
+        """The YAML block of the pending point ends without its ``...`` line."""
+        point = self.point
+        assert point is not None
+        self.in_yaml = False
+        where = f"before line {number}" if number is not None else "at the end of the report"
+        self._defect(
+            point.frames[-1],
+            f"the YAML block of the test point at line {point.line} is not closed {where}",
+            number,
+        )
+
     def _close_to_parent(self, level: int, match: re.Match[str], number: int) -> None:
         """A test point that closes the subtest(s) below it is their parent."""
         _not_ok, number_text, rest = match.groups()
         parent = _Point()
-        parent.desc = _split(rest)[0]
+        parent.desc = _split(_brace(rest)[0])[0]
         if number_text is not None and len(number_text) <= _MAX_NUMBER_DIGITS:
             parent.number = int(number_text)
         else:
             parent.number = self.frames[level].count + 1
         self._close_to(level, parent)
         self._test_point(level, match, number)
-        if self.point is not None:
-            self.point.child_failed = parent.child_failed
+        point = self.point if self.point is not None else self.braces[-1]
+        point.child_failed = parent.child_failed
 
     def _plan(self, match: re.Match[str], line: int) -> None:
         frame = self.frames[-1]
         count_text, comment = match.groups()
         if frame.plan is not None:
-            frame.problems.append("more than one plan")
+            self._defect(frame, f"line {line}: more than one plan", line)
             return
         if len(count_text) > _MAX_NUMBER_DIGITS:
             raise InputError("plan out of range", source=self.source, line=line)
@@ -472,11 +626,10 @@ class _Parser:
         frame.plan_at_end = frame.count > 0
         if frame.plan == 0:
             frame.skip_all = True
-        if comment is not None and _DIRECTIVE.fullmatch(comment) is not None:
+        if comment is not None:
             directive = _DIRECTIVE.fullmatch(comment)
-            assert directive is not None
-            if directive.group(1).lower() == "skip" and frame.plan != 0:
-                frame.problems.append("SKIP directive on a plan that is not 1..0")
+            if directive is not None and directive.group(1).lower() == "skip" and frame.plan != 0:
+                self._defect(frame, "SKIP directive on a plan that is not 1..0", line)
 
     def _unknown(self, text: str, number: int) -> None:
         self._finish_point()
@@ -590,11 +743,21 @@ class _Parser:
             )
         found = ending.search(text, pos)
         stop = found.start() if found is not None else len(text)
+        outside = _YAML_OUTSIDE.get(indent)
+        if outside is None:  # from the newline before a line (a literal prefix: fast to scan)
+            outside = _YAML_OUTSIDE[indent] = re.compile(
+                "\n(?! {" + str(indent) + r"}|[ \t\r]*$)", re.MULTILINE
+            )
+        # A line less indented than the block ends it (text[pos - 1] is a newline).
+        cut = outside.search(text, pos - 1, stop)
+        if cut is not None:
+            found = None
+            stop = cut.start() + 1
         if stop > pos:
             raw = text[pos : stop - 1].split("\n")
             if "\r" in text[pos:stop]:
                 raw = [r[:-1] if r.endswith("\r") else r for r in raw]
-            bodies = [r[indent:] if r[:indent].strip(" ") == "" else r.strip() for r in raw]
+            bodies = [r[indent:] if r[:indent].strip(" ") == "" else "" for r in raw]
             number += len(raw)
             self.lines_seen = number
             cap = self.limits.max_message_chars * 4
@@ -609,6 +772,9 @@ class _Parser:
                 extra = point.extra
                 for key in _YAML_KEYS.finditer(joined):
                     extra[key.group(1)] = key.group(2)
+        if cut is not None:
+            self._unclosed_yaml(number + 1)
+            return stop, number
         if found is None:
             return len(text), number
         number += 1
@@ -616,9 +782,15 @@ class _Parser:
         self.in_yaml = False
         return text.index("\n", stop) + 1, number
 
+    def cut(self, number: int) -> None:
+        """The report's last line has no newline: it was cut (the line is still read)."""
+        self._defect(self.frames[0], f"line {number} has no newline: the report was cut", number)
+
     def end(self) -> None:
         if self.in_yaml:
-            raise InputError("the report ends inside a YAML block", source=self.source)
+            self._unclosed_yaml(None)
+        while self.braces:
+            self._unclosed_brace(None)
         self._finish_point()
         self._close_to(0, None)
         root = self.frames[0]
@@ -671,6 +843,7 @@ def _parse(reader: Reader, limits: Limits, parser: _Parser) -> Iterator[None]:
             text = rest.decode("utf-8")
         except UnicodeDecodeError:
             raise InputError("invalid UTF-8", source=source, line=number + 1) from None
+        parser.cut(number + 1)
         parser.line(text[:-1] if text.endswith("\r") else text, number + 1)
     yield
 

@@ -53,11 +53,29 @@ def test_sniff_reads_content(head: bytes, fmt: str) -> None:
         (b"<\x00t\x00", "NUL"),
         (b"hello world", "unrecognized"),
         (b"okay then", "unrecognized"),
+        (b"build log\nok-ish\nokay\n", "unrecognized"),
     ],
 )
 def test_sniff_refuses(head: bytes, error: str) -> None:
     with pytest.raises(InputError, match=error):
         flakecore_adapters.sniff(head)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"make[1]: Entering directory '/src/t'\n1..2\nok 1 - a\nnot ok 2 - b\n",
+        b"[INFO] running the suite\nTAP version 14\n1..1\nok 1 - a\n",
+        b"building...\r\nnot ok 1 - a\r\n1..1\r\n",
+        b"noise\n    ok 1 - child\n    1..1\nok 1 - parent\n1..1\n",
+        b"starting\nBail out! no database\n",
+    ],
+    ids=["make", "bracket noise", "crlf", "indented first", "bail out"],
+)
+def test_sniff_agrees_with_the_tap_parser(data: bytes) -> None:
+    """TAP behind a non-TAP first line: what --format tap reads, auto reads the same."""
+    assert flakecore_adapters.sniff(data) == "tap"
+    assert run(data) == run(data, "tap")
 
 
 def test_format_is_decided_by_content_not_name(tmp_path: Path) -> None:

@@ -114,6 +114,10 @@ def test_pytest_json_rerun_and_collector_errors() -> None:
         (b'\xef\xbb\xbf{"tests": []}', "byte-order"),
         (b'{"tests": [{"nodeid": "\xff", "outcome": "passed"}]}', "UTF-8"),
         (b'{"tests": [{"nodeid": "\\ud800", "outcome": "passed"}]}', "surrogate"),
+        (b'{"tests": [{"nodeid": "t.py::a\\u0000b", "outcome": "passed"}]}', "U\\+0000"),
+        (b'{"tests": [{"nodeid": "t.py::a\\nb", "outcome": "passed"}]}', "U\\+000A"),
+        (b'{"tests": [{"nodeid": "t.py::a\\u007f", "outcome": "passed"}]}', "U\\+007F"),
+        (b'{"tests": [{"nodeid": " ", "outcome": "passed"}]}', "blank test id"),
     ],
 )
 def test_pytest_json_refusals(data: bytes, error: str) -> None:
@@ -234,9 +238,29 @@ def test_reportlog_unfinished_run() -> None:
             b'{"$report_type": "SessionFinish"}\n{"$report_type": "SessionStart"}\n',
             "after SessionFinish",
         ),
+        (
+            b'{"$report_type": "SessionStart"}\n{"nodeid": "a\\u0000", "when": "setup", "outcome": "passed", "$report_type": "TestReport"}\n',
+            "U\\+0000",
+        ),
+        (
+            b'{"$report_type": "SessionStart"}\n{"nodeid": "a\\t", "outcome": "failed", "longrepr": "x", "result": [], "$report_type": "CollectReport"}\n',
+            "control character",
+        ),
     ],
 )
 def test_reportlog_refusals(data: bytes, error: str) -> None:
     with pytest.raises(InputError, match=error) as info:
         run(data, "pytest-reportlog")
     assert info.value.line == 2
+
+
+@pytest.mark.parametrize("before", ["", "a\\\\b"], ids=["no escape before", "an escape before"])
+def test_pytest_json_control_in_a_nodeid_far_into_the_report(before: str) -> None:
+    """The nodeid check runs only for tests whose JSON text has an escape: across chunks too."""
+    tests = [{"nodeid": "t.py::first" + before, "outcome": "passed"}]
+    tests += [{"nodeid": f"t.py::ok{i}", "outcome": "passed"} for i in range(20_000)]  # > a chunk
+    tests.append({"nodeid": "t.py::bad\u0001", "outcome": "passed"})
+    data = json.dumps({"tests": tests}).encode()
+    for reader in (flakecore_adapters.iter_attempts, flakecore_adapters.iter_jsonl):
+        with pytest.raises(InputError, match="U\\+0001"):
+            list(reader(io.BytesIO(data), format="pytest-json"))

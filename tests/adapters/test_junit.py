@@ -46,7 +46,7 @@ def test_outcome_mapping() -> None:
         ("C::f", "fail", 1, []),
         ("C::e", "error", 1, []),
         ("C::s", "skip", 1, []),
-        ("bare", "pass", 1, []),
+        ("s::bare", "pass", 1, []),  # a blank classname is the suite's
     ]
     assert attempts[0].duration_s == 0.5
     assert attempts[1].message == "boom"
@@ -99,7 +99,7 @@ def test_repeat_beyond_the_window_is_refused_not_half_flagged() -> None:
     # A big enough window flags both.
     big = flakecore_adapters.Limits(reorder_window=64)
     got = list(flakecore_adapters.iter_attempts(io.BytesIO(suite(body)), limits=big))
-    assert [sorted(f.value for f in a.flags) for a in got if a.test_id == "t"] == [
+    assert [sorted(f.value for f in a.flags) for a in got if a.test_id == "s::t"] == [
         ["conflicting-duplicate"],
         ["conflicting-duplicate"],
     ]
@@ -121,8 +121,56 @@ def test_nested_suites_and_bazel_style_without_classname() -> None:
         b'</testcase></testsuite><testcase name="after"/></testsuite></testsuites>'
     )
     attempts = run(data)
-    assert summary(attempts) == [("//pkg:t", "error", 1, []), ("after", "pass", 1, [])]
+    assert summary(attempts) == [
+        ("inner:://pkg:t", "error", 1, []),
+        ("outer::after", "pass", 1, []),
+    ]
     assert [a.source.suite for a in attempts] == ["inner", "outer"]
+
+
+def test_ids_fall_back_to_the_enclosing_suite_and_are_never_blank() -> None:
+    three = b"".join(
+        b'<testsuite name="S%d"><testcase classname="" name="A"/></testsuite>' % n for n in range(3)
+    )
+    attempts = run(b"<testsuites>" + three + b"</testsuites>")
+    assert summary(attempts) == [
+        ("S0::A", "pass", 1, []),
+        ("S1::A", "pass", 1, []),
+        ("S2::A", "pass", 1, []),
+    ]
+    # Directly under <testsuites> (node) there is no suite: the name alone.
+    assert [a.test_id for a in run(b'<testsuites><testcase name="A"/></testsuites>')] == ["A"]
+    for blank in (
+        b'<testsuite><testcase classname="" name=""/></testsuite>',
+        b'<testsuite name=" "><testcase classname=" " name=" "><failure/></testcase></testsuite>',
+        b'<testsuites><testcase name="&#9;"/></testsuites>',
+    ):
+        with pytest.raises(InputError, match="blank test id"):
+            run(blank)
+
+
+def test_namespace_declarations_that_put_no_junit_element_in_a_namespace_are_fine() -> None:
+    """Surefire declares xsi on the root; an empty default namespace is no namespace."""
+    for attrs in (
+        b' xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:noNamespaceSchemaLocation="a.xsd"',
+        b' xmlns=""',
+    ):
+        data = b'<testsuite name="s"%s><testcase classname="c" name="t"><failure/></testcase></testsuite>'
+        assert summary(run(data % attrs)) == [("c::t", "fail", 1, [])]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [b"a&#10;b", b"a&#9;b", b"a&#13;", b"\xc2\x85x", b"\xc2\x9f"],
+    ids=["LF", "TAB", "CR", "NEL", "C1"],
+)
+def test_control_characters_in_ids_are_refused(name: bytes) -> None:
+    for body in (
+        b'<testcase classname="C" name="%s"/>' % name,  # the plain-pass lane
+        b'<testcase classname="C" name="%s"><failure/></testcase>' % name,
+    ):
+        with pytest.raises(InputError, match="control character"):
+            run(suite(body))
 
 
 @pytest.mark.parametrize(
@@ -167,7 +215,7 @@ def test_pseudo_tests_are_errors() -> None:
 
 def test_suite_level_failure_is_a_pseudo_test() -> None:
     data = b'<testsuite name="S"><failure message="suite setup broke"/><testcase name="t"/></testsuite>'
-    assert summary(run(data)) == [("S::<suite>", "fail", 1, []), ("t", "pass", 1, [])]
+    assert summary(run(data)) == [("S::<suite>", "fail", 1, []), ("S::t", "pass", 1, [])]
 
 
 def test_node_todo_semantics() -> None:
@@ -176,8 +224,8 @@ def test_node_todo_semantics() -> None:
         b'<testcase name="failing todo"><skipped type="todo"/><failure/></testcase>'
     )
     assert summary(run(data)) == [
-        ("passing todo", "pass", 1, ["unexpected-pass"]),
-        ("failing todo", "skip", 1, []),
+        ("s::passing todo", "pass", 1, ["unexpected-pass"]),
+        ("s::failing todo", "skip", 1, []),
     ]
 
 
@@ -205,6 +253,24 @@ def test_node_todo_semantics() -> None:
             "x:failure",
         ),
         (b'<testsuite><TestCase name="t"><failure/></TestCase></testsuite>', "TestCase"),
+        (
+            b'<testsuite xmlns="urn:x"><testcase name="t"><failure/></testcase></testsuite>',
+            "namespace",
+        ),
+        (
+            b'<testsuite><testcase name="t" xmlns="urn:x"><failure/></testcase></testsuite>',
+            "namespace",
+        ),
+        (
+            b'<testsuite><testcase name="t"><failure xmlns="urn:x"/></testcase></testsuite>',
+            "namespace",
+        ),
+        (b'<testsuites xmlns="urn:x"><testsuite/></testsuites>', "namespace"),
+        (b'<x:testsuite xmlns:x="urn:x"><x:testcase name="t"/></x:testsuite>', "root element"),
+        (
+            b'<testsuite xmlns:x="u"><x:testcase name="t"><x:failure/></x:testcase></testsuite>',
+            "x:testcase",
+        ),
         (
             b'<testsuite><testcase name="t"><system-out><failure/></system-out></testcase></testsuite>',
             "nested",
@@ -260,7 +326,7 @@ def test_truncation_points_at_the_line() -> None:
 
 def test_unexpected_success_keeps_error_and_flags_it() -> None:
     (attempt,) = run(suite(b'<testcase name="t"><error type="UnexpectedSuccess"/></testcase>'))
-    assert summary([attempt]) == [("t", "error", 1, ["unexpected-pass"])]
+    assert summary([attempt]) == [("s::t", "error", 1, ["unexpected-pass"])]
 
 
 def test_message_is_bounded() -> None:

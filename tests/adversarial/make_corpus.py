@@ -3,7 +3,11 @@
 Run ``python tests/adversarial/make_corpus.py`` to regenerate; the output is
 committed so it can be reviewed.  ``manifest.json`` names, for every file, the
 CLI command that reads it and its single acceptable outcome: the exit code,
-and whether it may be an accept (only the controls may).
+and whether it may be an accept (only the controls may).  A report that a
+base command could write also names a ``replay`` target: ``tests/e2e/
+test_defective_reports.py`` has a real base commit write it and checks that
+``replay --report`` never reaches ``ACCEPT_PREEXISTING`` from it (only its
+honest twins, marked ``accept``, do).
 """
 
 from __future__ import annotations
@@ -46,12 +50,15 @@ entries: list[Entry] = []
 
 
 def add(surface: str, name: str, data: bytes, command: list[str], exit_code: int, note: str,
-        accept: bool = False, records: list[list[object]] | None = None) -> None:  # fmt: skip
+        accept: bool = False, records: list[list[object]] | None = None,
+        replay: dict[str, object] | None = None) -> None:  # fmt: skip
     """Write one corpus file and its manifest entry.
 
     ``records`` (for ``ingest``) is the exact ``[test_id, outcome, flags]``
     list the report must turn into: a report that parses is judged by what
-    it says, not merely by its exit.
+    it says, not merely by its exit.  ``replay`` (``test_id``, ``format``,
+    ``accept``) is the test a base replay reads from the report, and whether
+    that replay may accept (an honest twin) or must not.
     """
     path = HERE / surface / name
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -65,6 +72,8 @@ def add(surface: str, name: str, data: bytes, command: list[str], exit_code: int
     }
     if records is not None:
         entry["records"] = records
+    if replay is not None:
+        entry["replay"] = replay
     entries.append(entry)
 
 
@@ -467,34 +476,177 @@ def xml_cases() -> None:
     }
     for name, (data, records, note) in judged.items():
         add("xml", name, data, ingest, 0, note, records=records)
+    failing = case(b"t", b'<failure message="m"/>')
+    namespaced: dict[str, tuple[bytes, str]] = {
+        "namespace-default-suite.xml": (
+            b'<testsuite xmlns="urn:x" name="s">' + failing + b"</testsuite>",
+            "default namespace on the suite: another vocabulary's elements",
+        ),
+        "namespace-default-result.xml": (
+            suite(case(b"t", b'<failure xmlns="urn:x" message="m"/>')),
+            "default namespace on the result element",
+        ),
+        "namespace-prefixed-structure.xml": (
+            b'<x:testsuite xmlns:x="urn:x" name="s"><x:testcase classname="c" name="t">'
+            b'<x:failure message="m"/></x:testcase></x:testsuite>',
+            "prefixed namespace on every structure and result element",
+        ),
+        "blank-id.xml": (
+            b'<testsuite><testcase classname=" " name=""><failure message="m"/></testcase>'
+            b"</testsuite>",
+            "blank classname and name outside a named suite: no id",
+        ),
+        "control-in-id.xml": (
+            suite(case(b"t&#10;u", b'<failure message="m"/>')),
+            "a newline (character reference) in a test name",
+        ),
+    }
+    for name, (data, note) in namespaced.items():
+        # A namespaced failure of c::t was counted as a miss: a base replay must not accept.
+        target = {"test_id": "c::t", "format": "junit", "accept": False}
+        add("xml", name, data, ingest, 65, note,
+            replay=target if name.startswith("namespace") else None)  # fmt: skip
+    add(
+        "xml",
+        "blank-classname-three-suites.xml",
+        b"<testsuites>"
+        + b"".join(
+            b'<testsuite name="S%d"><testcase classname="" name="A">%s</testcase></testsuite>'
+            % (n, b'<failure message="m"/>' if n == 2 else b"")
+            for n in (1, 2, 3)
+        )
+        + b"</testsuites>",
+        ingest,
+        0,
+        "three tests named A in three suites: three ids, none flagged",
+        records=[["S1::A", "pass", []], ["S2::A", "fail", []], ["S3::A", "pass", []]],
+        replay={"test_id": "S2::A", "format": "junit", "accept": True},
+    )
 
 
 def tap_cases() -> None:
-    """TAP: the run must never read as more complete or greener than it was."""
+    """TAP: the run must never read as more complete or greener than it was.
+
+    Every stream-level defect below leaves the target test ``t`` failing, so
+    that reading it at face value would let a base replay accept: each must
+    instead put ``stream-defect`` on every record, ``t``'s included.
+    """
     ingest = ["ingest", "{file}", "--report-format", "tap"]
-    plan_error: list[object] = ["<plan>", "error", []]
-    cases: dict[str, tuple[bytes, int, list[list[object]] | None, str]] = {
+    defect = "stream-defect"
+    plan_error: list[object] = ["<plan>", "error", [defect]]
+
+    t_fails: list[object] = ["t", "fail", [defect]]
+    b_passes: list[object] = ["b", "pass", [defect]]
+    both = [t_fails, b_passes, plan_error]
+    #: name -> (report, records, note, target); the target fails in every one.
+    defects: dict[str, tuple[bytes, list[list[object]], str, str]] = {
         "plan-mismatch.tap": (
-            b"1..3\nok 1 - a\nok 2 - b\n",
-            0,
-            [["a", "pass", []], ["b", "pass", []], plan_error],
-            "plan says 3, 2 ran",
+            b"1..3\nnot ok 1 - t\nok 2 - b\n", both,
+            "plan says 3, 2 ran: every record carries the defect", "t",
+        ),
+        "no-plan.tap": (b"not ok 1 - t\nok 2 - b\n", both, "no plan", "t"),
+        "two-plans.tap": (b"1..2\nnot ok 1 - t\nok 2 - b\n1..2\n", both, "a second plan", "t"),
+        "plan-in-the-middle.tap": (
+            b"not ok 1 - t\n1..2\nok 2 - b\n", both, "a test point after the closing plan", "t",
+        ),
+        "skip-all-with-tests.tap": (
+            b"1..0 # SKIP nothing to run\nnot ok 1 - t\n", [t_fails, plan_error],
+            "a skip-all plan followed by a test point", "t",
         ),
         "duplicate-numbers.tap": (
-            b"1..2\nok 1 - a\nok 1 - a\n",
-            0,
-            [
-                ["a", "pass", ["conflicting-duplicate"]],
-                ["a", "pass", ["conflicting-duplicate"]],
-                plan_error,
-            ],
-            "test number repeated",
+            b"1..2\nnot ok 1 - t\nok 1 - b\n", both, "test number repeated", "t",
         ),
+        "out-of-order-numbers.tap": (
+            b"1..2\nok 2 - b\nnot ok 1 - t\n", [b_passes, t_fails, plan_error],
+            "test numbers out of order", "t",
+        ),
+        "zero-number.tap": (b"1..1\nnot ok 0 - t\n", [t_fails, plan_error], "test number 0", "t"),
+        "misindented-point.tap": (
+            b"1..1\nnot ok 1 - t\n  ok 2 - t\n", [t_fails, plan_error],
+            "a test point indented by 2 spaces: another reader counts it", "t",
+        ),
+        "bail-out-then-ok.tap": (
+            b"1..3\nnot ok 1 - t\nBail out! db down\nok 2 - b\nok 3 - c\n",
+            [
+                t_fails,
+                ["b", "pass", ["bailed-out", defect]],
+                ["c", "pass", ["bailed-out", defect]],
+                ["<plan>", "error", ["bailed-out", defect]],
+            ],
+            "Bail out! followed by ok lines that complete the plan: every record is flagged", "t",
+        ),
+        "no-final-newline.tap": (
+            b"1..2\nok 1 - b\nnot ok 2 - t", [b_passes, t_fails, plan_error],
+            "the last line has no newline: cut from 'not ok 2 - t # TODO'", "t",
+        ),
+        "yaml-unterminated.tap": (
+            b"ok 1 - a\n  ---\n  x: 1\nnot ok 2 - t\n  ...\n1..1\n",
+            [["a", "pass", [defect]], t_fails, plan_error],
+            "a YAML block never closed must not swallow the failing point after it", "t",
+        ),
+        "yaml-at-end.tap": (
+            b"1..1\nnot ok 1 - t\n  ---\n  message: x\n", [t_fails, plan_error],
+            "the report ends inside a YAML block", "t",
+        ),
+        "brace-unclosed.tap": (
+            b"1..1\nnot ok 1 - p {\n    not ok 1 - t\n    1..1\n",
+            [["p > t", "fail", [defect]], ["p", "fail", [defect]], plan_error],
+            "a brace subtest never closed", "p > t",
+        ),
+        "subtest-plan-mismatch.tap": (
+            b"1..1\n# Subtest: p\n    1..2\n    not ok 1 - t\nnot ok 1 - p\n",
+            [["p > t", "fail", [defect]], ["p > <plan>", "error", [defect]], ["p", "fail", [defect]]],
+            "a subtest's plan not kept", "p > t",
+        ),
+    }  # fmt: skip
+    for name, (data, records, note, target) in defects.items():
+        add("tap", name, data, ingest, 0, note, records=records,
+            replay={"test_id": target, "format": "tap", "accept": False})  # fmt: skip
+    honest: dict[str, tuple[bytes, list[list[object]], str, str]] = {
+        "control-target-fails.tap": (
+            b"TAP version 14\n1..2\nnot ok 1 - t\nok 2 - b\n",
+            [["t", "fail", []], ["b", "pass", []]],
+            "honest twin of the defects: a complete stream in which t fails",
+            "t",
+        ),
+        "brace-child-fails.tap": (
+            b"1..2\nnot ok 1 - p {\n    ok 1 - c\n    not ok 2 - t\n    1..2\n}\nok 2 - b\n",
+            [["p > c", "pass", []], ["p > t", "fail", []], ["p", "fail", []], ["b", "pass", []]],
+            "brace subtest: the failing child is p > t, not the next point",
+            "p > t",
+        ),
+        "hash-is-not-a-directive.tap": (
+            b"1..1\nnot ok 1 - t # not a directive\n",
+            [["t # not a directive", "fail", []]],
+            "a '#' that starts no directive stays in the description",
+            "t # not a directive",
+        ),
+    }
+    for name, (data, records, note, target) in honest.items():
+        add("tap", name, data, ingest, 0, note, records=records,
+            replay={"test_id": target, "format": "tap", "accept": True})  # fmt: skip
+    add(
+        "tap",
+        "make-noise-first.tap",
+        b"make[1]: Entering directory '/src/t'\n1..1\nnot ok 1 - t\n",
+        ["ingest", "{file}", "--report-format", "auto"],
+        0,
+        "TAP behind a build tool's first line: sniffed as TAP, as --format tap reads it",
+        records=[["t", "fail", []]],
+        replay={"test_id": "t", "format": "auto", "accept": True},
+    )
+    cases: dict[str, tuple[bytes, int, list[list[object]] | None, str]] = {
         "directive-casing.tap": (
             b"1..2\nnot ok 1 - a # todo later\nok 2 - b # SkIp why\n",
             0,
             [["a", "skip", []], ["b", "skip", []]],
             "directives in any case",
+        ),
+        "word-hash-skip.tap": (
+            b"1..1\nnot ok 1 - word#skip\n",
+            0,
+            [["word", "skip", []]],
+            "word#skip is a SKIP (Perl's TAP::Parser): never a miss",
         ),
         "escaped-hash.tap": (
             b"1..1\nnot ok 1 - a \\# TODO not a directive\n",
@@ -508,12 +660,6 @@ def tap_cases() -> None:
             [["p > child", "fail", []], ["p", "error", []]],
             "subtest parent says ok over a failing child",
         ),
-        "bail-out-then-ok.tap": (
-            b"1..3\nnot ok 1 - a\nBail out! db down\nok 2 - b\nok 3 - c\n",
-            0,
-            [["a", "fail", []], ["b", "pass", ["bailed-out"]], ["c", "pass", ["bailed-out"]]],
-            "Bail out! followed by ok lines that complete the plan",
-        ),
         "yaml-alias-bomb.tap": (
             b"TAP version 13\n1..1\nnot ok 1 - a\n  ---\n  a: &a [x, x, x, x, x, x, x, x, x]\n  b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n  c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n  d: [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n  ...\n",
             0,
@@ -526,9 +672,28 @@ def tap_cases() -> None:
             None,
             "a 100 kB description (over the id limit)",
         ),
+        "control-in-description.tap": (
+            b"1..1\nnot ok 1 - t\tu\n",
+            65,
+            None,
+            "a tab (C0 control) in a description: no id",
+        ),
     }
-    for name, (data, code, records, note) in cases.items():
-        add("tap", name, data, ingest, code, note, records=records)
+    for name, (data, code, expected, note) in cases.items():
+        add("tap", name, data, ingest, code, note, records=expected)
+
+
+def report_json_cases() -> None:
+    """pytest JSON reports: ids with controls are refused like JUnit's and TAP's."""
+    ingest = ["ingest", "{file}", "--report-format", "pytest-json"]
+    for name, nodeid, note in (
+        ("nodeid-nul.json", "t.py::a\u0000b", "an escaped NUL in a nodeid"),
+        ("nodeid-newline.json", "t.py::a\nb", "an escaped newline in a nodeid"),
+        ("nodeid-blank.json", " ", "a blank nodeid"),
+    ):
+        add(
+            "json", name, js({"tests": [{"nodeid": nodeid, "outcome": "failed"}]}), ingest, 65, note
+        )
 
 
 SURFACES: list[Callable[[], None]] = [
@@ -537,6 +702,7 @@ SURFACES: list[Callable[[], None]] = [
     log_cases,
     xml_cases,
     tap_cases,
+    report_json_cases,
     controls,
 ]
 
