@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import datetime as dt
 import os
+import shlex
 import sys
 import threading
 from collections.abc import Callable, Iterable
@@ -212,12 +213,15 @@ def _lease_hint(verdict: TestVerdict, args: argparse.Namespace, host: str) -> li
     proposal = verdict.records.get("lease-proposal")
     if proposal is None:
         return []
-    author = args.patch_author or "<the patch's author>"
+    author = shlex.quote(args.patch_author) if args.patch_author else "<the patch's author>"
+    command = shlex.join(
+        ["flakecore", "lease", "open", "--report", proposal, "--test-id", verdict.test_id,
+         "--replay-host", host, "--patch-author"]
+    )  # fmt: skip
     return [
         f"lease proposal for {flat(verdict.test_id)}: the acceptor (a reviewer, or a policy "
         f"job with its own key; never this replay host nor the patch's author) runs "
-        f"flakecore lease open --report {proposal} --test-id '{flat(verdict.test_id)}' "
-        f"--replay-host {host} --patch-author '{author}' --accepted-by <acceptor> "
+        f"{command} {author} --accepted-by <acceptor> "
         "and commits the lease in its own reviewed commit (docs/leases.md)"
     ]
 
