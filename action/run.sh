@@ -4,7 +4,7 @@
 #
 # Inputs arrive in the environment, never spliced into the script, so a hostile
 # value (a branch name, a test id) cannot become shell code:
-#   FLAKECORE_VERB     the verb, words split on spaces ("lease check")
+#   FLAKECORE_VERB     the verb, words split on spaces ("lease check"); empty: install only
 #   FLAKECORE_ARGS     one argument per line, passed as they are
 #   FLAKECORE_PYTHON   the interpreter (default python3)
 #   FLAKECORE_INSTALL  "true": pip install this action's checkout with all extras
@@ -19,7 +19,12 @@ case ${FLAKECORE_INSTALL:-true} in
   *) echo "::error title=flakecore action::install must be 'true' or 'false'"; exit 64 ;;
 esac
 
-read -r -a verb <<<"${FLAKECORE_VERB:?the verb input is required}"
+read -r -a verb <<<"${FLAKECORE_VERB:-}"
+if [[ ${#verb[@]} -eq 0 ]]; then
+  # Install only: later steps (the test run's plugin, a verb of their own) use it.
+  [[ -n ${GITHUB_OUTPUT:-} ]] && echo "exit-code=0" >>"$GITHUB_OUTPUT"
+  exit 0
+fi
 args=()
 while IFS= read -r line; do
   [[ -n $line ]] && args+=("$line")

@@ -26,7 +26,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Iterator, Mapping
-from typing import Final
+from typing import Final, TypeAlias
 
 import attrs
 
@@ -44,6 +44,7 @@ __all__ = [
     "SIGNABLE_KINDS",
     "STATEMENT_TYPE",
     "Envelope",
+    "Kinds",
     "Opened",
     "Untrusted",
     "is_envelope",
@@ -76,6 +77,9 @@ SIGNABLE_KINDS: Final = (
 )
 #: More signatures than this on one record is not an envelope flakecore wrote.
 MAX_SIGNATURES: Final = 16
+#: The kind a reader asks for, or the kinds it accepts (one directory holds leases,
+#: ledger rows and decide packets): the record's own ``format`` says which it is.
+Kinds: TypeAlias = str | tuple[str, ...]
 _ENVELOPE_KEYS: Final = frozenset({"payload", "payloadType", "signatures"})
 _SIGNATURE_KEYS: Final = frozenset({"keyid", "sig"})
 _STATEMENT_KEYS: Final = frozenset({"_type", "subject", "predicateType", "predicate"})
@@ -163,12 +167,16 @@ def subjects(record: Mapping[str, object], test_id: str) -> list[dict[str, objec
     return [first, *rest]
 
 
-def _kind_problem(record: Mapping[str, object], kind: str) -> str | None:
-    if kind not in SIGNABLE_KINDS:
-        return f"{kind!r} is not a kind of record flakecore signs ({', '.join(SIGNABLE_KINDS)})"
+def _kind_problem(record: Mapping[str, object], kind: Kinds) -> str | None:
+    kinds = (kind,) if isinstance(kind, str) else kind
+    unknown = [k for k in kinds if k not in SIGNABLE_KINDS]
+    if unknown or not kinds:
+        what = repr(unknown[0]) if unknown else "no kind"
+        return f"{what} is not a kind of record flakecore signs ({', '.join(SIGNABLE_KINDS)})"
     name = record.get("format")
-    if name != f"flakecore.{kind}":
-        return f"format is {name!r}, expected 'flakecore.{kind}': a signed record names its kind"
+    if name not in {f"flakecore.{k}" for k in kinds}:
+        expected = " or ".join(f"'flakecore.{k}'" for k in kinds)
+        return f"format is {name!r}, expected {expected}: a signed record names its kind"
     if not format_version_ok(record.get("format_version")):
         return "format_version is missing or not a 1.x version"
     return None
@@ -289,13 +297,14 @@ def _subject_list(value: object) -> list[Mapping[str, object]]:
     return value
 
 
-def open_statement(payload: bytes, *, kind: str, test_id: str | None = None) -> Opened:
+def open_statement(payload: bytes, *, kind: Kinds, test_id: str | None = None) -> Opened:
     """The record a verified payload carries, after every structural check of the Statement.
 
     In order: strict JSON (no duplicate keys) holding exactly the four
     Statement fields; ``_type`` exact; ``predicateType`` exact (its own
     reason); a well-formed subject; a predicate of ``kind`` (``format``
-    ``flakecore.<kind>``, 1.x); and a subject equal to the one the record
+    ``flakecore.<kind>``, 1.x; with several kinds, whichever its ``format``
+    names); and a subject equal to the one the record
     itself gives, for ``test_id`` when the reader names one.
     """
     try:

@@ -137,13 +137,16 @@ class FailureClass(str, enum.Enum):
 class TrustReason(str, enum.Enum):
     """Why a stored record counts as evidence, or why it does not (docs/trust.md).
 
-    Two values trust a record; every other value refuses it.  A record the
-    patch could have written counts only when base holds it byte for byte
-    or a trusted key signed it.
+    Three values trust a record; every other value refuses it.  A record
+    the patch could have written counts only when base holds it byte for
+    byte or a trusted key signed it; an unsigned record outside the scored
+    checkout counts as the job's own output (its reader re-verifies it:
+    docs/trust.md).
     """
 
     BASE_IDENTICAL = "BASE_IDENTICAL"  # trusted: byte-identical at the same path in base
     SIGNED = "SIGNED"  # trusted: a valid signature by a key the trusted configuration names
+    OUTSIDE_CHECKOUT = "OUTSIDE_CHECKOUT"  # trusted: unsigned outside the checkout, the job's own
     NOT_IN_BASE = "NOT_IN_BASE"  # base has no file at this path: the diff adds it, unsigned
     CHANGED_SINCE_BASE = "CHANGED_SINCE_BASE"  # base holds other bytes here: changed, unsigned
     SYMLINK = "SYMLINK"  # reached through a symbolic link (checkout or base): not the same path
@@ -158,7 +161,7 @@ class TrustReason(str, enum.Enum):
     WRONG_PREDICATE_TYPE = "WRONG_PREDICATE_TYPE"  # predicateType is not flakecore's
     SUBJECT_MISMATCH = "SUBJECT_MISMATCH"  # the subject does not match the signed record
     INVALID_RECORD = "INVALID_RECORD"  # the signed record is not a valid record of its kind
-    NOT_SIGNED = "NOT_SIGNED"  # a signer was required (a clean run), none vouched
+    NOT_SIGNED = "NOT_SIGNED"  # a signer was required (a clean run; no base to compare), none
     SAME_SIGNER = "SAME_SIGNER"  # signed only by keys that also signed the other run
 
 

@@ -31,6 +31,7 @@ import attrs
 
 from flakecore.attestation import (
     PAYLOAD_TYPE,
+    Kinds,
     Untrusted,
     open_statement,
     parse_envelope,
@@ -44,6 +45,7 @@ from flakecore.jsonio import loads_strict
 from flakecore.trust import KEY_ID, TrustedKey, TrustVerdict, inside, refused
 
 __all__ = [
+    "SIGNING_KEY_ENV",
     "RecordProblems",
     "RecordSigner",
     "load_signer",
@@ -51,6 +53,9 @@ __all__ = [
     "verify_signed",
 ]
 
+#: The environment variable CI sets to the PEM private key a writer signs with.  Every
+#: attempt's environment loses it (:func:`flakecore.gate.runtime.child_env`).
+SIGNING_KEY_ENV: Final = "FLAKECORE_SIGNING_KEY"
 #: A PEM private key is a few hundred bytes; anything this big is not one.
 _MAX_KEY_BYTES: Final = 64 * 1024
 #: What the missing-extra error says the feature is.
@@ -211,7 +216,7 @@ def verify_signed(
     data: bytes,
     *,
     keys: Sequence[TrustedKey],
-    kind: str,
+    kind: Kinds,
     check: RecordProblems,
     test_id: str | None = None,
     path: str = "<input>",
@@ -223,7 +228,8 @@ def verify_signed(
     exactly in-toto's; a signature by a key id in ``keys`` verifies (and no
     signature claiming a trusted id fails); the payload is a well-formed
     Statement v1 with flakecore's predicate type; the predicate is a
-    ``kind`` record whose subject digests are its own (for ``test_id`` when
+    ``kind`` record (or of whichever of several kinds its ``format``
+    names) whose subject digests are its own (for ``test_id`` when
     given); and ``check`` -- the reader's own check of a record of this
     kind -- finds nothing wrong.  ``keys`` must come from the trusted
     configuration, never from the checkout.

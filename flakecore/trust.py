@@ -44,7 +44,9 @@ KEY_TYPE: Final = "ed25519"
 KEY_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _PUBLIC = re.compile(r"ed25519:([0-9a-f]{64})")
 #: The reasons that make a record count.
-TRUSTING: Final = frozenset({TrustReason.BASE_IDENTICAL, TrustReason.SIGNED})
+TRUSTING: Final = frozenset(
+    {TrustReason.BASE_IDENTICAL, TrustReason.SIGNED, TrustReason.OUTSIDE_CHECKOUT}
+)
 
 
 @attrs.frozen
@@ -84,8 +86,9 @@ class TrustedKey:
 class TrustVerdict:
     """Whether one stored record counts as evidence, and why.
 
-    ``data`` holds the bytes that were trusted (the reader uses these, never a
-    second read of the file, which could have changed meanwhile); ``record``
+    ``data`` holds the bytes that were judged (the reader uses these, never a
+    second read of the file, which could have changed meanwhile; an unsigned
+    record refused for its place keeps them too, so output can name its kind); ``record``
     the record itself when the check parsed it (the predicate of a signed
     record); ``signers`` the trusted keys whose signatures verified.
     """
@@ -99,7 +102,7 @@ class TrustVerdict:
 
     @property
     def trusted(self) -> bool:
-        """True only for a record base holds byte for byte or a trusted key signed."""
+        """True for a record base holds, a trusted key signed, or the job's own outside."""
         return self.reason in TRUSTING
 
     def __str__(self) -> str:

@@ -93,6 +93,12 @@ def test_arguments_keep_their_spaces_and_a_two_word_verb_works(tmp_path: Path) -
     assert rc == 64  # `schema show` is no verb: a usage error, never 0
 
 
+def test_an_empty_verb_only_installs(tmp_path: Path) -> None:
+    rc, out, output = run_action(tmp_path, "", [])
+    assert rc == 0 and out == ""
+    assert output.read_text() == "exit-code=0\n"
+
+
 def test_a_bad_install_input_is_a_usage_error(tmp_path: Path) -> None:
     rc, out, output = run_action(tmp_path, "decide", ["x"], FLAKECORE_INSTALL="maybe")
     assert rc == 64

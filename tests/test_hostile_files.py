@@ -32,9 +32,11 @@ from gate.support import (
     PATCH,
     REVIEWER,
     TEST_ID,
+    base_checkout,
     cli,
     lease_record,
     lease_report,
+    run_record,
 )
 from hostile_files import HONEST, HOSTILE, Kind, snapshot
 from packets import NOW_TEXT, budget_packet, decide_packet
@@ -55,25 +57,13 @@ PASS = [sys.executable, "-c", "import sys; sys.exit(0)"]
 class Workspace:
     root: Path
     evidence: Path
-    """Where the file under test is planted (inside the repository for the git verbs)."""
+    """Where the file under test is planted (inside the repository for the git verbs,
+    outside the checkout the other verbs run in)."""
     repo: SampleRepo | None
 
 
 def _json(value: object) -> bytes:
     return record_bytes(value)  # type: ignore[arg-type]
-
-
-def _run_record(runner: str) -> dict[str, object]:
-    return {
-        "format": "flakecore.run-record",
-        "format_version": "1.0",
-        "runner_id": runner,
-        "class": "flake_shaped",
-        "fixture_hash": "b" * 64,
-        "input_hash": "c" * 64,
-        "completed": True,
-        "property_cohort_passed": True,
-    }
 
 
 @attrs.frozen
@@ -106,6 +96,11 @@ def _lease_open(report: str, directory: Path) -> list[str]:
 def _ledger_apply(packet: str, directory: Path) -> list[str]:
     return ["ledger", "apply", packet, "--dir", str(directory), "--today", "2026-11-29",
             "--no-config"]  # fmt: skip
+
+
+def _on_base() -> list[str]:
+    """Verbs that judge stored records need a base (docs/trust.md); the files are outside it."""
+    return ["--base", base_checkout()[1]]
 
 
 def _packet(local: str, clean: Path, out: Path) -> list[str]:
@@ -149,12 +144,12 @@ VERBS = (
     Verb(
         "lease show FILE",
         _json(lease_record()),
-        lambda ws, p: ["lease", "show", p, "--now", NOW_TEXT, "--no-config"],
+        lambda ws, p: ["lease", "show", p, "--now", NOW_TEXT, *_on_base()],
     ),
     Verb(
         "lease check FILE",
         _json(lease_record()),
-        lambda ws, p: ["lease", "check", p, "--now", NOW_TEXT, "--no-config"],
+        lambda ws, p: ["lease", "check", p, "--now", NOW_TEXT, *_on_base()],
         unusable=EXIT_INVALID_RECORDS,
         file_name=NAME,
         skip=frozenset({"directory"}),
@@ -163,7 +158,7 @@ VERBS = (
     Verb(
         "lease check DIR",
         _json(lease_record()),
-        lambda ws, p: ["lease", "check", str(ws.evidence), "--now", NOW_TEXT, "--no-config"],
+        lambda ws, p: ["lease", "check", str(ws.evidence), "--now", NOW_TEXT, *_on_base()],
         missing=EXIT_INVALID_RECORDS,
         unusable=EXIT_INVALID_RECORDS,
         file_name=NAME,
@@ -182,20 +177,13 @@ VERBS = (
     ),
     Verb(
         "packet --local",
-        _json(_run_record(HOST)),
+        _json(run_record(HOST)),
         lambda ws, p: _packet(p, ws.root / "clean.json", ws.root / "out" / "packet.json"),
     ),
     Verb(
         "--config FILE",
         PYPROJECT,
-        lambda ws, p: ["lease", "check", "--config", p, "--now", NOW_TEXT],
-    ),
-    Verb(
-        "pyproject.toml found upwards",
-        PYPROJECT,
-        lambda ws, p: ["lease", "check", "--now", NOW_TEXT],
-        file_name="pyproject.toml",
-        skip=frozenset(k.name for k in HOSTILE if not k.in_directory),
+        lambda ws, p: ["lease", "check", "--config", p, "--now", NOW_TEXT, *_on_base()],
     ),
     Verb("ingest FILE", JUNIT, lambda ws, p: ["ingest", p], file_name="report.xml"),
     Verb(
@@ -237,7 +225,7 @@ def workspace_for(tmp_path: Path) -> Callable[[Verb], Workspace]:
         root = tmp_path / "ws"
         root.mkdir()
         (root / "out").mkdir()
-        (root / "clean.json").write_bytes(_json(_run_record(OTHER_HOST)))
+        (root / "clean.json").write_bytes(_json(run_record(OTHER_HOST)))
         if not verb.git:
             evidence = root / "evidence"
             evidence.mkdir()
@@ -257,7 +245,8 @@ def _run(ws: Workspace, argv: list[str]) -> subprocess.CompletedProcess[str]:
     read_end, write_end = os.pipe()
     try:
         if ws.repo is None:
-            return cli(*argv, cwd=ws.evidence, stdin=read_end, timeout=120)
+            # Run in a reviewed checkout: the planted files lie outside it, the job's own.
+            return cli(*argv, cwd=base_checkout()[0], stdin=read_end, timeout=120)
         env = {"TMPDIR": str(ws.repo.tmp)}
         return cli(*argv, cwd=ws.repo.path, env=env, stdin=read_end, timeout=120)
     finally:
@@ -328,8 +317,8 @@ def test_a_symlink_planted_at_an_output_is_replaced_never_followed(
     (tmp_path / "r.xml").write_bytes(JUNIT)
     (tmp_path / "budget.json").write_bytes(_json(budget_packet(test_id=TEST_ID)))
     (tmp_path / "report.json").write_bytes(_json(lease_report()))
-    (tmp_path / "local.json").write_bytes(_json(_run_record(HOST)))
-    (tmp_path / "clean.json").write_bytes(_json(_run_record(OTHER_HOST)))
+    (tmp_path / "local.json").write_bytes(_json(run_record(HOST)))
+    (tmp_path / "clean.json").write_bytes(_json(run_record(OTHER_HOST)))
     outside = tmp_path / "outside.txt"
     outside.write_bytes(b"must stay\n")
     out = tmp_path / "out" / NAME

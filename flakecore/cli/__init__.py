@@ -27,6 +27,7 @@ from flakecore.cli import (
 from flakecore.cli._common import RecordWriteError, UsageArgumentParser, die, input_exit
 from flakecore.errors import InputError, MissingExtra, UsageError
 from flakecore.exits import EXIT_CANTCREAT, EXIT_IOERR, EXIT_NOINPUT, EXIT_SOFTWARE, EXIT_USAGE
+from flakecore.gate.worktree import GitError
 
 __all__ = ["build_parser", "main"]
 
@@ -82,6 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return die(f"{exc.filename}: no such file", EXIT_NOINPUT)
     except InputError as exc:
         return die(str(exc), input_exit(exc))
+    except GitError as exc:
+        # git cannot show the base revision the policy and the records are read from.
+        return die(str(exc), EXIT_NOINPUT)
     except MissingExtra as exc:
         return die(str(exc), EXIT_SOFTWARE)
     except KeyboardInterrupt:

@@ -34,7 +34,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     out = Output.chosen(args, "flakecore attempts")
-    policy = config_from_args(args).policy
+    configured = config_from_args(args, verb="attempts")
+    out.use(configured)
+    policy = configured.config.policy
     summary = reduce_logs(args.logs, policy=policy)
     line = (
         f"status={summary.status.value} attempts={summary.attempts} "

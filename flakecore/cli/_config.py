@@ -1,32 +1,76 @@
-"""Where a verb's configuration comes from: ``--config``, ``--no-config``, ``--policy``.
+"""Where a verb's policy and its trust come from: ``--base``, ``--config``, ``--no-config``.
 
-``--config PYPROJECT`` / ``--no-config`` choose the ``[tool.flakecore]``
-table (default: the nearest ``pyproject.toml``); ``--policy NAME=VALUE``
-overrides one policy number on top of it.  Verbs read their configuration
-only through :func:`config_from_args`: it is the one place that decides
-which file the policy comes from.
+The working tree's ``pyproject.toml`` is never policy: the patch under
+judgement wrote it (docs/trust.md).  A verb's ``[tool.flakecore]`` comes
+from exactly one of
+
+- ``--base REF``: the base revision, through git (verbs that take a base
+  anyway -- ``replay``, ``budget-run``, ``guard`` -- use theirs);
+- ``--config FILE``: a file CI provides *outside* the scored checkout;
+- ``--no-config``: the defaults;
+
+and ``--policy NAME=VALUE`` overrides one number on top.  With none of
+them the pure policy verbs run on the defaults; a verb that needs the
+lease or ledger location or judges stored records refuses (64), because
+the defaults may be looser than the repository's policy.  The same choice
+says which records count (:class:`~flakecore.gate.basetrust.RecordTrust`):
+byte-identical in the base, signed by a key the trusted configuration
+names, or -- without keys -- written outside the checkout.  Verbs read
+their configuration only through :func:`config_from_args`.
 """
 
 from __future__ import annotations
 
 import argparse
+import enum
+import os
+from pathlib import Path
+
+import attrs
 
 from flakecore.errors import UsageError
-from flakecore.gate.config import GateConfig, load_config, parse_policy_override
+from flakecore.gate.basetrust import RecordTrust
+from flakecore.gate.config import GateConfig, parse_policy_override
+from flakecore.gate.policy_source import (
+    compare_scored_table,
+    load_outside_config,
+    load_trusted_config,
+    scored_table_reason,
+)
+from flakecore.gate.worktree import GitError, repo_toplevel, resolve_commit
 
-__all__ = ["add_config_arguments", "config_from_args"]
+__all__ = ["Configured", "Need", "add_config_arguments", "config_from_args"]
 
 
-def add_config_arguments(parser: argparse.ArgumentParser, *, policy: bool = True) -> None:
-    """``--config``, ``--no-config`` and (with ``policy``) ``--policy NAME=VALUE``."""
-    group = parser.add_argument_group("configuration")
+class Need(enum.Enum):
+    """How much a verb needs a policy source it can trust."""
+
+    POLICY = "policy"
+    """A pure policy verb: with no source, the defaults."""
+    LOCATION = "location"
+    """Reads or writes the lease or ledger store, or judges records: a source is required."""
+    TRUST = "trust"
+    """Judges stored records: also a base or trusted keys, else nothing could count."""
+
+
+def add_config_arguments(
+    parser: argparse.ArgumentParser, *, policy: bool = True, base: bool = True
+) -> None:
+    """``--base`` (unless the verb has its own), ``--config``, ``--no-config``, ``--policy``."""
+    group = parser.add_argument_group("configuration (docs/trust.md)")
+    if base:
+        group.add_argument(
+            "--base",
+            metavar="REF",
+            help="the reviewed base revision: [tool.flakecore] and trusted records come from it",
+        )
     group.add_argument(
         "--config",
-        metavar="PYPROJECT",
-        help="read [tool.flakecore] from this file (default: the nearest pyproject.toml)",
+        metavar="FILE",
+        help="read [tool.flakecore] from this file, which must lie outside the scored checkout",
     )
     group.add_argument(
-        "--no-config", action="store_true", help="ignore pyproject.toml: defaults and flags only"
+        "--no-config", action="store_true", help="the default policy: no [tool.flakecore] at all"
     )
     if policy:
         group.add_argument(
@@ -39,13 +83,83 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, policy: bool = True
         )
 
 
-def config_from_args(args: argparse.Namespace, *, start: str = ".") -> GateConfig:
-    """The configuration file (unless ``--no-config``), then ``--policy`` overrides on top."""
-    if getattr(args, "no_config", False) and getattr(args, "config", None):
+@attrs.frozen(kw_only=True)
+class Configured:
+    """A verb's configuration, and what a record must be to count as its evidence."""
+
+    config: GateConfig
+    trust: RecordTrust
+
+    def describe(self) -> str:
+        """One line: where the policy came from and which records count."""
+        source = self.config.source
+        if source.revision is not None:
+            where = f"base {source.revision[:12]}:{source.path}"
+        elif source.path is not None:
+            where = source.path
+        else:
+            where = "the defaults"
+        if source.overrides:
+            where += " with --policy " + ", ".join(source.overrides)
+        return f"policy from {where}; a record counts when {self.trust.describe()}"
+
+    @property
+    def scored_table_reason(self) -> str | None:
+        """Why a decision notes the patch's own table, or None (:func:`scored_table_reason`)."""
+        return scored_table_reason(self.config)
+
+
+def _checkout(start: str) -> Path:
+    """The scored checkout: the git work tree holding ``start``, else ``start`` itself."""
+    try:
+        return repo_toplevel(Path(start))
+    except GitError:
+        return Path(os.path.realpath(start))
+
+
+def _none_given(verb: str) -> UsageError:
+    return UsageError(
+        f"{verb} needs a policy it can trust: --base REF (the reviewed revision), --config FILE "
+        "(outside the scored checkout) or --no-config (the defaults); the working tree's "
+        "pyproject.toml is never read, the patch could have written it"
+    )
+
+
+def _no_trust(verb: str) -> UsageError:
+    return UsageError(
+        f"{verb} cannot tell a reviewed record from one the patch wrote: give --base REF (a "
+        "record counts when the base holds it byte for byte), or a --config FILE naming "
+        "[tool.flakecore.trust.keys] (a record counts when one of them signed it)"
+    )
+
+
+def config_from_args(
+    args: argparse.Namespace, *, verb: str, start: str = ".", need: Need = Need.POLICY
+) -> Configured:
+    """The verb's configuration and record trust, from ``--base``/``--config``/``--no-config``.
+
+    ``start`` is where the scored checkout is (``guard --repo``).  A git
+    failure while reading the base is a ``GitError``; a ``--config`` inside
+    the checkout and a missing source where ``need`` requires one are
+    :class:`UsageError`.
+    """
+    base, path = getattr(args, "base", None), getattr(args, "config", None)
+    no_config = getattr(args, "no_config", False)
+    if no_config and path:
         raise UsageError("--config and --no-config exclude each other")
-    if getattr(args, "no_config", False):
-        config = GateConfig()
+    checkout = _checkout(start) if base is None else repo_toplevel(Path(start))
+    base_sha = resolve_commit(checkout, base) if base is not None else None
+    if path:
+        config = load_outside_config(path, checkout=checkout)
+    elif no_config or (base_sha is None and need is Need.POLICY):
+        config = GateConfig(root=str(checkout))
+    elif base_sha is not None:
+        config = compare_scored_table(load_trusted_config(checkout, base_sha), checkout=checkout)
     else:
-        config = load_config(getattr(args, "config", None), start=start)
+        raise _none_given(verb)
+    if need is Need.TRUST and base_sha is None and not config.trusted_keys:
+        raise _no_trust(verb)
     overrides = dict(parse_policy_override(t) for t in getattr(args, "policy_overrides", []))
-    return config.with_policy(overrides)
+    config = config.with_policy(overrides)
+    trust = RecordTrust(checkout=checkout, base=base_sha, keys=config.trusted_keys)
+    return Configured(config=config, trust=trust)

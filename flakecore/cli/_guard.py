@@ -2,7 +2,9 @@
 
 A patch that edits a test and freezes it in the same diff is exactly what
 the gate exists to stop; exit 9 when the diff couples them, 66 when git
-cannot say what the diff is.
+cannot say what the diff is.  The globs and directories come from the base
+revision's ``[tool.flakecore]`` (the patch could set ``fixture_globs =
+["nothing"]`` in its own), unless ``--config`` or ``--no-config`` says otherwise.
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ import argparse
 
 from flakecore._wording import plural
 from flakecore.cli._common import flat
-from flakecore.cli._config import add_config_arguments, config_from_args
+from flakecore.cli._config import Need, add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments
 from flakecore.exits import EXIT_GUARD_TRIPPED, EXIT_NOINPUT, EXIT_OK
-from flakecore.gate.guard import GitError, run_guard
+from flakecore.gate.guard import run_guard
+from flakecore.gate.worktree import GitError
 
 __all__ = ["register"]
 
@@ -29,7 +32,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "Read 'git diff --name-only BASE...HEAD' and fail closed when it names both a "
             "fixture/oracle/test path and a ledger/lease path. Globs use fnmatch on the "
             "repository-relative path ('*' crosses '/'); a glob without '/' also matches the "
-            "file name at any depth. Flags replace the configured globs."
+            "file name at any depth. The globs and directories are the base revision's "
+            "[tool.flakecore] (never the scored tree's); flags replace them."
         ),
         epilog=(
             f"exit: 0 the diff does not couple them; {EXIT_GUARD_TRIPPED} it does; 64 usage; "
@@ -58,16 +62,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument("--repo", default=".", metavar="DIR", help="repository (default: .)")
     add_output_arguments(parser)
-    add_config_arguments(parser, policy=False)
+    add_config_arguments(parser, policy=False, base=False)
     parser.set_defaults(run=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     out = Output.chosen(args, "flakecore guard")
-    config = config_from_args(args, start=args.repo)
-    fixture_globs = tuple(args.fixture_glob) if args.fixture_glob else config.fixture_globs
-    ledger_globs = tuple(args.ledger_glob) if args.ledger_glob else config.effective_ledger_globs
     try:
+        configured = config_from_args(args, verb="guard", start=args.repo, need=Need.LOCATION)
+        out.use(configured)
+        config = configured.config
+        fixture_globs = tuple(args.fixture_glob) if args.fixture_glob else config.fixture_globs
+        ledger_globs = (
+            tuple(args.ledger_glob) if args.ledger_glob else config.effective_ledger_globs
+        )
         result = run_guard(
             args.repo,
             args.base,
@@ -114,5 +122,6 @@ def _run(args: argparse.Namespace) -> int:
         refused=result.tripped,
     )
     text = f"guard: {'TRIPPED' if result.tripped else 'ok'} -- {flat(reason)}"
-    out.emit(Result(json={**result.to_json(), "exit": exit_code}, text=[text], row=row))
+    record = {**result.to_json(), "exit": exit_code, "policy_source": config.source.to_json()}
+    out.emit(Result(json=record, text=[text], row=row))
     return out.finish(exit_code)

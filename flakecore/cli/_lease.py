@@ -4,7 +4,9 @@ A lease is the only freeze ``classify`` can open.  ``open`` writes it only
 when classify allows the freeze and the roles are apart; ``show`` and
 ``check`` re-judge stored records at ``--now`` (there is no renewal).
 Exits beyond classify's (docs/leases.md lists them all): 7 ``lease open``
-refused by the role/record rules, 8 an invalid stored record.
+refused by the role/record rules, 8 an invalid stored record.  ``show`` and
+``check`` judge a record only once it counts as evidence (docs/trust.md):
+they need ``--base`` or trusted keys, and refuse to run without (64).
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import os
 from collections.abc import Sequence
 
 from flakecore._wording import plural
-from flakecore.classify import ClassifyDecision
 from flakecore.cli._common import (
     add_patch_hash_argument,
     file_of,
@@ -25,20 +26,24 @@ from flakecore.cli._common import (
     warn,
     write_record,
 )
-from flakecore.cli._config import add_config_arguments, config_from_args
+from flakecore.cli._config import Configured, Need, add_config_arguments, config_from_args
+from flakecore.cli._evidence import one_evidence, refusal
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments
-from flakecore.errors import InputError, MissingInputError, UsageError
+from flakecore.cli._signing import add_signing_arguments, signer_from_args
+from flakecore.errors import InputError, UsageError
 from flakecore.exits import EXIT_INVALID_RECORDS, EXIT_LEASE_REFUSED, EXIT_NOINPUT, EXIT_OK
-from flakecore.gate.config import GateConfig
+from flakecore.files import read_bytes
 from flakecore.gate.ledger import (
+    STORED_KINDS,
     RecordCheck,
     check_directory,
-    check_record,
-    read_record,
-    record_bytes,
+    check_file,
+    peek_record,
     record_file_name,
+    stored_bytes,
 )
+from flakecore.jsonio import MAX_DOCUMENT_BYTES
 from flakecore.lease import LEASE_FORMAT, Roles, build_lease, lease_problems, short_form
 
 __all__ = ["register"]
@@ -68,8 +73,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "exit: 0 lease written; classify's refusals unchanged (1 INCOMPLETE, 2 PROPERTY, "
             "3 FIXTURE, 5 STABLE_RED, 6 FLAKE whose lease is refused); 7 lease refused by the "
             "role/record rules (acceptor is the replay host or the patch author, no patch "
-            "author, no canary, no pinned sha256, a renewal of the same attempts); 64 usage, "
-            "65 unusable report, 66 missing report, 73 the lease could not be written"
+            "author, no canary, no pinned sha256, a renewal of the same attempts); 64 usage "
+            "(also: no --base, --config or --no-config), 65 unusable report (also: a report "
+            "that does not count as evidence, docs/trust.md), 66 missing report, 73 the lease "
+            "could not be written"
         ),
     )
     opener.add_argument(
@@ -101,6 +108,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     opener.add_argument("--dir", metavar="LEASE_DIR", help="default: lease_dir from the config")
     add_output_arguments(opener)
     add_config_arguments(opener)
+    add_signing_arguments(opener)
     opener.set_defaults(run=_run_open)
 
     show = verbs.add_parser(
@@ -108,8 +116,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="print a lease as the short key=value record",
         description="Print a lease: the short key=value form, or the record with --json.",
         epilog=(
-            "exit: 0 the lease is valid now; 8 it is invalid (reasons on stderr); "
-            "65 unusable file or another kind of record (a ledger row), 66 missing file"
+            "exit: 0 the lease is valid now; 8 it is invalid or does not count as evidence "
+            "(reasons on stderr; docs/trust.md); 64 usage (also: neither --base nor trusted "
+            "keys), 65 unusable file or another kind of record (a ledger row), 66 missing file"
         ),
     )
     show.add_argument("file", metavar="FILE", help="a lease file, or - for stdin")
@@ -131,11 +140,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="CI enforcement: fail on any expired, overlong, malformed or rebound record",
         description=(
             "Check every lease, ledger row and stored decide packet in each DIR (default: the "
-            "configured lease_dir and ledger_dir). One line per bad record. No renewal."
+            "configured lease_dir and ledger_dir). A record counts only when the base holds it "
+            "byte for byte or a trusted key signed it (docs/trust.md); one the diff added or "
+            "changed unsigned is invalid with that reason. One line per bad record. No renewal."
         ),
         epilog=(
-            f"exit: 0 every record valid; {EXIT_INVALID_RECORDS} at least one invalid record; "
-            "64 usage, 66 a directory cannot be read"
+            f"exit: 0 every record valid; {EXIT_INVALID_RECORDS} at least one invalid or "
+            "untrusted record; 64 usage (also: neither --base nor trusted keys: nothing could "
+            "count), 66 a directory cannot be read"
         ),
     )
     check.add_argument("dirs", nargs="*", metavar="DIR", help="lease or ledger directory (or file)")
@@ -157,10 +169,13 @@ def _nonblank_or_none(value: str | None, flag: str) -> str | None:
 
 def _run_open(args: argparse.Namespace) -> int:
     out = Output.chosen(args, "flakecore lease open")
-    config = config_from_args(args)
+    configured = config_from_args(args, verb="lease open", need=Need.LOCATION)
+    out.use(configured, announce=True)
+    config = configured.config
+    signer = signer_from_args(args, configured)
     now = parse_now(args.now)
     oracle = _nonblank_or_none(args.oracle_version, "--oracle-version")
-    report = read_one(args.report)
+    report = _read_report(args.report, configured)
     directory = args.dir or config.resolve(config.lease_dir)
     roles = Roles(
         replay_host=args.replay_host,
@@ -184,23 +199,44 @@ def _run_open(args: argparse.Namespace) -> int:
     decision = outcome.decision
     if outcome.record is not None and not reasons:
         exit_code = EXIT_OK
-        write_record(path, record_bytes(outcome.record), make_dir=directory)
+        body = stored_bytes(outcome.record, kind="lease", signer=signer)
+        write_record(path, body, make_dir=directory)
     elif not decision.freeze_allowed:
         exit_code = decision.exit_code
     else:
         exit_code = EXIT_LEASE_REFUSED
-    out.emit(_open_result(args, outcome.record, decision, reasons, path, exit_code))
+    out.emit(_open_result(args, outcome.record, out.decision(decision), reasons, path, exit_code))
     return out.finish(exit_code)
 
 
+def _read_report(path: str, configured: Configured) -> dict[str, object]:
+    """The classify report, as evidence when there is a base or trusted keys (docs/trust.md).
+
+    Like a policy verb's packet: outside the checkout it is the job's own
+    input; in the checkout the base must hold it or a trusted key sign it.
+    """
+    trust = configured.trust
+    if trust.base is None and not trust.keys:
+        return read_one(path)
+    verdict = one_evidence(path, configured, kind="classify-report")
+    if not verdict.trusted or verdict.record is None:
+        raise refusal(verdict)
+    return dict(verdict.record)
+
+
 def _renewal_problems(path: str, record: dict[str, object]) -> list[str]:
-    """Same attempts, later expiry: that is renewing a lease without new evidence."""
+    """Same attempts, later expiry: that is renewing a lease without new evidence.
+
+    A stored envelope is opened without verifying it: this check can only refuse.
+    """
     if not os.path.lexists(path):
         return []
     try:
-        existing = read_record(path)
+        existing = peek_record(read_bytes(path, MAX_DOCUMENT_BYTES), source=path)
     except InputError:
         return []  # an unreadable old lease is replaced by a checked new one
+    if existing is None:
+        return []
     same_attempts = existing.get("attempt_ids") == record["attempt_ids"]
     if same_attempts and str(existing.get("expires_at")) != str(record["expires_at"]):
         return [
@@ -213,7 +249,7 @@ def _renewal_problems(path: str, record: dict[str, object]) -> list[str]:
 def _open_result(  # noqa: PLR0917
     args: argparse.Namespace,
     record: dict[str, object] | None,
-    decision: ClassifyDecision,
+    decision: dict[str, object],
     reasons: Sequence[str],
     path: str,
     exit_code: int,
@@ -226,7 +262,7 @@ def _open_result(  # noqa: PLR0917
         "path": path if opened else None,
         "lease": record if opened else None,
         "reasons": list(reasons),
-        "decision": {**decision.to_json(), "input": args.report},
+        "decision": {**decision, "input": args.report},
     }
     if opened and record is not None:
         text = [f"lease: wrote {path}", short_form(record)]
@@ -249,23 +285,31 @@ def _open_result(  # noqa: PLR0917
 
 def _run_show(args: argparse.Namespace) -> int:
     out = Output.chosen(args, "flakecore lease show")
-    config = config_from_args(args)
+    configured = config_from_args(args, verb="lease show", need=Need.TRUST)
+    out.use(configured, announce=True)
     now = parse_now(args.now)
-    record = read_one(args.file)
-    kind = record.get("format")
-    if isinstance(kind, str) and kind.startswith("flakecore.") and kind != LEASE_FORMAT:
-        raise InputError(
-            f"a {kind.removeprefix('flakecore.')} record ({kind!r}), not a lease "
-            f"({LEASE_FORMAT!r}): lease show reads one lease; lease check judges every kind",
-            source=args.file,
+    verdict = one_evidence(args.file, configured, kind=STORED_KINDS)
+    problems: list[str] = []
+    if verdict.trusted and verdict.record is not None:
+        record: dict[str, object] = dict(verdict.record)
+        kind = record.get("format")
+        if isinstance(kind, str) and kind.startswith("flakecore.") and kind != LEASE_FORMAT:
+            raise InputError(
+                f"a {kind.removeprefix('flakecore.')} record ({kind!r}), not a lease "
+                f"({LEASE_FORMAT!r}): lease show reads one lease; lease check judges every kind",
+                source=args.file,
+            )
+        problems = lease_problems(
+            record,
+            now=now,
+            policy=configured.config.policy,
+            patch_hash=args.patch_hash,
+            oracle_version=args.oracle_version,
         )
-    problems = lease_problems(
-        record,
-        now=now,
-        policy=config.policy,
-        patch_hash=args.patch_hash,
-        oracle_version=args.oracle_version,
-    )
+    else:
+        peeked = peek_record(verdict.data, source=args.file) if verdict.data else None
+        record = peeked or {}
+        problems = [f"{verdict.reason.value}: {verdict.detail}"]
     exit_code = EXIT_INVALID_RECORDS if problems else EXIT_OK
     test = record.get("test_id")
     row = SummaryRow(
@@ -278,7 +322,7 @@ def _run_show(args: argparse.Namespace) -> int:
         refused=bool(problems),
         file=file_of(args.file),
     )
-    out.emit(Result(json=record, text=[short_form(record)], row=row))
+    out.emit(Result(json=record, text=[short_form(record)] if record else [], row=row))
     for problem in problems:
         warn(f"{args.file}: invalid: {problem}")
     return out.finish(exit_code)
@@ -286,7 +330,9 @@ def _run_show(args: argparse.Namespace) -> int:
 
 def _run_check(args: argparse.Namespace) -> int:
     out = Output.chosen(args, "flakecore lease check")
-    config = config_from_args(args)
+    configured = config_from_args(args, verb="lease check", need=Need.TRUST)
+    out.use(configured, announce=True)
+    config = configured.config
     now = parse_now(args.now)
     patch_hash, oracle = args.patch_hash, _nonblank_or_none(args.oracle_version, "--oracle-version")
     targets: list[tuple[str, bool]] = [(d, True) for d in args.dirs]
@@ -302,7 +348,7 @@ def _run_check(args: argparse.Namespace) -> int:
             out.emit(Result(stderr=[f"lease check: {target}: no such directory (no records)"]))
             continue
         try:
-            checks += _check_target(target, now, config, patch_hash, oracle)
+            checks += _check_target(target, now, configured, patch_hash, oracle)
         except InputError as exc:
             unreadable.append(exc)
     bad = [c for c in checks if not c.valid]
@@ -320,30 +366,24 @@ def _run_check(args: argparse.Namespace) -> int:
 def _check_target(
     target: str,
     now: dt.datetime,
-    config: GateConfig,
+    configured: Configured,
     patch_hash: str | None,
     oracle: str | None,
 ) -> list[RecordCheck]:
+    trust, policy = configured.trust, configured.config.policy
     if os.path.isdir(target) or not os.path.lexists(target):
         return check_directory(
-            target, now=now, policy=config.policy, patch_hash=patch_hash, oracle_version=oracle
-        )
-    try:
-        data = read_record(target)
-    except InputError as exc:
-        if isinstance(exc, MissingInputError):
-            raise
-        return [RecordCheck(path=target, kind="unknown", test_id=None, problems=(str(exc),))]
-    return [
-        check_record(
-            data,
-            path=target,
+            target,
+            trust=trust,
             now=now,
-            policy=config.policy,
+            policy=policy,
             patch_hash=patch_hash,
             oracle_version=oracle,
         )
-    ]
+    checked = check_file(
+        target, trust=trust, now=now, policy=policy, patch_hash=patch_hash, oracle_version=oracle
+    )
+    return [checked]
 
 
 def _check_results(

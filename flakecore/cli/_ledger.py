@@ -2,7 +2,9 @@
 
 ``FLAKE_CANDIDATE`` writes (replaces) the row, ``STABLE_PASS`` deletes it,
 every other code leaves the ledger untouched; a row that cannot be written
-or deleted exits 73, never 0.
+or deleted exits 73, never 0.  Each packet (a budget packet, or the
+``budget.json`` that ``budget-run`` wrote) must count as evidence first
+(docs/trust.md): one that does not leaves the ledger untouched.
 """
 
 from __future__ import annotations
@@ -15,15 +17,19 @@ from flakecore.cli._common import (
     file_of,
     first_failure,
     flat,
+    input_exit,
     parse_now,
-    read_packets,
 )
-from flakecore.cli._config import add_config_arguments, config_from_args
+from flakecore.cli._config import Need, add_config_arguments, config_from_args
+from flakecore.cli._evidence import each_evidence
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments
+from flakecore.cli._signing import add_signing_arguments, signer_from_args
+from flakecore.codes import BudgetCode
 from flakecore.errors import InputError, UsageError
-from flakecore.exits import EXIT_OK
+from flakecore.exits import BUDGET_EXIT, EXIT_OK
 from flakecore.gate.ledger import apply_budget, utc_today
+from flakecore.trust import TrustVerdict
 
 __all__ = ["register"]
 
@@ -48,8 +54,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         epilog=(
             "exit: budget's exit (0 FLAKE_CANDIDATE, 1 INSUFFICIENT_BUDGET, 2 PROPERTY_MISS, "
             "3 FIXTURE_DRIFT, 5 STABLE_FAIL, 6 STABLE_PASS); 1 also for a FLAKE_CANDIDATE "
-            "without opened_against (no row can be written); 64 usage, 65 unusable packet, "
-            "66 missing file, 73 the row could not be written or deleted"
+            "without opened_against (no row can be written) and for a packet that does not "
+            "count as evidence (docs/trust.md); 64 usage (also: no --base, --config or "
+            "--no-config), 65 unusable packet, 66 missing file, 73 the row could not be "
+            "written or deleted"
         ),
     )
     apply.add_argument(
@@ -65,6 +73,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     when.add_argument("--now", metavar="RFC3339", help="evaluation time (its UTC date is used)")
     add_output_arguments(apply)
     add_config_arguments(apply)
+    add_signing_arguments(apply)
     apply.set_defaults(run=_run_apply)
 
 
@@ -82,19 +91,26 @@ def _today(args: argparse.Namespace) -> dt.date:
 
 def _run_apply(args: argparse.Namespace) -> int:
     out = Output.chosen(args, "flakecore ledger apply")
-    config = config_from_args(args)
+    configured = config_from_args(args, verb="ledger apply", need=Need.LOCATION)
+    out.use(configured, announce=True)
+    config = configured.config
+    signer = signer_from_args(args, configured)
     today = _today(args)
     directory = args.dir or config.resolve(config.ledger_dir)
     exits: list[int] = []
-    for packet in read_packets(args.packets):
-        path = packet.source
-        if packet.data is None:
-            assert packet.error is not None
-            exits.append(packet.error_exit)
-            out.emit(_unreadable(path, packet.error, exits[-1]))
+    for path, verdict in each_evidence(args.packets, configured, kind=_KINDS):
+        if isinstance(verdict, InputError):
+            exits.append(input_exit(verdict))
+            out.emit(_unreadable(path, verdict, exits[-1]))
+            continue
+        if not verdict.trusted or verdict.record is None:
+            exits.append(BUDGET_EXIT[BudgetCode.INSUFFICIENT_BUDGET])
+            out.emit(_untrusted(path, verdict, exits[-1]))
             continue
         try:
-            action = apply_budget(directory, packet.data, today=today, policy=config.policy)
+            action = apply_budget(
+                directory, verdict.record, today=today, policy=config.policy, signer=signer
+            )
         except OSError as exc:
             raise RecordWriteError(exc.filename or directory, exc.strerror or str(exc)) from None
         code = action.decision.exit_code
@@ -116,32 +132,49 @@ def _run_apply(args: argparse.Namespace) -> int:
             refused=code != EXIT_OK,
             file=file_of(path),
         )
-        out.emit(
-            Result(json={**action.to_json(), "input": path, "exit": code}, text=[text], row=row)
-        )
+        record = {**action.to_json(), "decision": out.decision(action.decision)}
+        out.emit(Result(json={**record, "input": path, "exit": code}, text=[text], row=row))
     return out.finish(first_failure(exits))
+
+
+#: What ``ledger apply`` reads: a budget packet, or the observation ``budget-run`` wrote.
+_KINDS = ("budget-run", "budget-packet")
 
 
 def _unreadable(path: str, error: InputError, code: int) -> Result:
     """A packet that cannot be read: a refusal row, and the ledger left untouched."""
-    record = {
+    return _refused(path, str(error), code, "the packet cannot be read")
+
+
+def _untrusted(path: str, verdict: TrustVerdict, code: int) -> Result:
+    """A packet that does not count as evidence (docs/trust.md): refused, ledger untouched."""
+    why = f"{path}: not evidence: {verdict.reason.value}: {verdict.detail}"
+    return _refused(path, why, code, "the packet does not count as evidence", verdict)
+
+
+def _refused(
+    path: str, why: str, code: int, what: str, verdict: TrustVerdict | None = None
+) -> Result:
+    record: dict[str, object] = {
         "test_id": None,
         "action": "untouched",
         "path": None,
         "row": None,
-        "note": "ledger untouched: the packet cannot be read",
+        "note": f"ledger untouched: {what}",
         "input": path,
         "exit": code,
-        "error": str(error),
+        "error": why,
     }
+    if verdict is not None:
+        record["trust"] = verdict.to_json()
     row = SummaryRow(
         test="",
         policy="budget",
-        code="INSUFFICIENT_BUDGET",
+        code=BudgetCode.INSUFFICIENT_BUDGET.value,
         exit=code,
-        reason=str(error),
+        reason=why,
         evidence=path,
         refused=True,
         file=file_of(path),
     )
-    return Result(json=record, stderr=[f"{error} (ledger untouched)"], row=row)
+    return Result(json=record, stderr=[f"{why} (ledger untouched)"], row=row)

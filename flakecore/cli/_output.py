@@ -7,6 +7,10 @@ Actions annotations plus a step-summary table (:mod:`flakecore.cli._github`).
 ``--json`` is the shorthand for ``--format json``.  Diagnostics that are not
 a result (a field left out, why a stored record is invalid) go to stderr in
 every format, through :func:`flakecore.cli._common.warn`.
+
+The printer is also where every decision gets its policy source
+(:meth:`Output.use`, :meth:`Output.decision`): a verb never prints a
+decision that does not say where its policy came from.
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ import attrs
 
 from flakecore.classify import ClassifyDecision
 from flakecore.cli._common import warn, write_json_line
+from flakecore.cli._config import Configured
 from flakecore.cli._github import SummaryRow, append_step_summary
 from flakecore.decision import Decision
 from flakecore.errors import UsageError
 from flakecore.exits import EXIT_IOERR, EXIT_OK
+from flakecore.policy import PolicySource
 
 __all__ = [
     "FORMATS",
@@ -126,11 +132,34 @@ class Output:
         self.title = title
         self.form = form
         self._rows: list[SummaryRow] = []
+        self._source: PolicySource | None = None
+        self._notes: list[str] = []
 
     @classmethod
     def chosen(cls, args: argparse.Namespace, title: str) -> Output:
         """The output ``--format``/``--json`` chose."""
         return cls(title, output_format(args))
+
+    def use(self, configured: Configured, *, announce: bool = False) -> None:
+        """Decisions from now on record ``configured``'s policy source.
+
+        With ``announce`` (a verb that reads the lease or ledger store) one
+        stderr line says where the policy came from and which records count;
+        a scored tree whose ``[tool.flakecore]`` differs from base's is said
+        on stderr by every verb.  Both are printed by :meth:`finish`, so a
+        verb that fails on the way still fails with one line.
+        """
+        self._source = configured.config.source
+        self._notes = [configured.describe()] if announce else []
+        reason = configured.scored_table_reason
+        if reason is not None:
+            self._notes.append(reason)
+
+    def decision(self, decision: Decision[Any]) -> dict[str, object]:
+        """A decision's record, with the policy source of :meth:`use` (when it was called)."""
+        if self._source is not None:
+            decision = decision.with_policy_source(self._source)
+        return decision.to_json()
 
     def emit(self, result: Result) -> None:
         """Print ``result`` in the chosen form (for GitHub: its annotation, now)."""
@@ -146,7 +175,9 @@ class Output:
             self._rows.append(result.row)
 
     def finish(self, exit_code: int) -> int:
-        """The exit code, after the step summary; one that cannot be written turns 0 into 74."""
+        """The exit code, after the notes and the step summary (unwritable: 0 becomes 74)."""
+        for note in self._notes:
+            warn(note)
         if self.form != "github":
             return exit_code
         error = append_step_summary(self.title, self._rows)

@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from flakecore.admit import admit
+from flakecore.attestation import Kinds
 from flakecore.budget import budget
 from flakecore.classify import ClassifyDecision, classify
 from flakecore.cli._common import Packet, file_of, first_failure, parse_now, read_packets
-from flakecore.cli._config import add_config_arguments, config_from_args
+from flakecore.cli._config import Configured, add_config_arguments, config_from_args
+from flakecore.cli._evidence import each_evidence
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments, reason_text
 from flakecore.codes import AdmitCode, BudgetCode, ClassifyClass, DecideCode, PolicyName
 from flakecore.decide import decide
 from flakecore.decision import DECISION_FORMAT, DECISION_FORMAT_VERSION, Decision
-from flakecore.errors import UsageError
+from flakecore.errors import InputError, UsageError
+from flakecore.exits import ADMIT_EXIT, BUDGET_EXIT, CLASSIFY_EXIT, DECIDE_EXIT
 from flakecore.gate.seedrun import budget_evidence
 from flakecore.policy import Policy
+from flakecore.trust import TrustVerdict
 
 __all__ = ["register"]
 
@@ -32,6 +36,28 @@ _UNREADABLE: dict[PolicyName, Any] = {
     PolicyName.DECIDE: DecideCode.MISSING_FIELD,
     PolicyName.BUDGET: BudgetCode.INSUFFICIENT_BUDGET,
     PolicyName.CLASSIFY: ClassifyClass.INCOMPLETE,
+}
+
+#: What a packet file that does not count as evidence becomes (docs/trust.md), and its exit.
+_UNTRUSTED: dict[PolicyName, tuple[Any, int]] = {
+    PolicyName.ADMIT: (AdmitCode.REJECT_INCOMPLETE, ADMIT_EXIT[AdmitCode.REJECT_INCOMPLETE]),
+    PolicyName.DECIDE: (
+        DecideCode.CLEAN_RUN_UNAVAILABLE,
+        DECIDE_EXIT[DecideCode.CLEAN_RUN_UNAVAILABLE],
+    ),
+    PolicyName.BUDGET: (
+        BudgetCode.INSUFFICIENT_BUDGET,
+        BUDGET_EXIT[BudgetCode.INSUFFICIENT_BUDGET],
+    ),
+    PolicyName.CLASSIFY: (ClassifyClass.INCOMPLETE, CLASSIFY_EXIT[ClassifyClass.INCOMPLETE]),
+}
+
+#: The record kinds each verb reads, for the trusted reader.
+_KIND: dict[PolicyName, Kinds] = {
+    PolicyName.ADMIT: "admit-packet",
+    PolicyName.DECIDE: "decide-packet",
+    PolicyName.BUDGET: ("budget-packet", "budget-run"),
+    PolicyName.CLASSIFY: "classify-report",
 }
 
 _JUDGES: dict[PolicyName, Judge] = {
@@ -72,7 +98,10 @@ _HELP = {
 
 _COMMON_EPILOG = (
     "; 64 usage error, 65 unusable packet, 66 missing file. "
-    "With several packets the exit is that of the first one that did not exit 0."
+    "With several packets the exit is that of the first one that did not exit 0. "
+    "With --base (or trusted keys) a packet FILE must count as evidence (docs/trust.md); "
+    "one that does not is refused with the incomplete code. Packets on stdin (-) are the "
+    "caller's own input to a pure function, never a stored record."
 )
 
 
@@ -167,21 +196,45 @@ def _report_from_flags(args: argparse.Namespace) -> dict[str, object]:
     return report
 
 
-def _unreadable(name: PolicyName, packet: Packet) -> dict[str, object]:
-    assert packet.error is not None
-    code = _UNREADABLE[name]
+def _refusal(
+    name: PolicyName, source: str, code: Any, exit_code: int, why: str
+) -> dict[str, object]:
+    """The decision record of a packet that was never judged: unreadable, or not evidence."""
     return {
         "format": DECISION_FORMAT,
         "format_version": DECISION_FORMAT_VERSION,
         "policy": name.value,
         "code": code.value,
-        "exit": packet.error_exit,
+        "exit": exit_code,
         "accepted": False,
-        "reasons": [str(packet.error)],
+        "reasons": [why],
         "policy_values": {},
-        "input": packet.source,
-        "error": str(packet.error),
+        "input": source,
+        "error": why,
     }
+
+
+def _read(
+    files: Sequence[str], configured: Configured, kind: Kinds
+) -> Iterator[tuple[Packet, TrustVerdict | None]]:
+    """Each packet, and, when there is a base or trusted keys, its trust verdict.
+
+    Without either the packets are the caller's to vouch for (these verbs are
+    pure functions of them); with one, each is read as evidence
+    (docs/trust.md), and standard input stays the caller's own.
+    """
+    trust = configured.trust
+    if trust.base is None and not trust.keys:
+        for packet in read_packets(files):
+            yield packet, None
+        return
+    for source, verdict in each_evidence(files, configured, kind=kind):
+        if isinstance(verdict, InputError):
+            yield Packet(source, None, verdict), None
+        elif verdict.trusted and verdict.record is not None:
+            yield Packet(source, dict(verdict.record)), verdict
+        else:
+            yield Packet(source, None), verdict
 
 
 def _text(decision: AnyDecision, source: str) -> str:
@@ -199,30 +252,39 @@ def _runner(name: PolicyName) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         now = parse_now(args.now)
         out = Output.chosen(args, f"flakecore {name.value}")
-        policy = config_from_args(args).policy
+        configured = config_from_args(args, verb=name.value)
+        out.use(configured)
+        policy = configured.config.policy
+        packets: Iterable[tuple[Packet, TrustVerdict | None]]
         if name is PolicyName.CLASSIFY:
             flags_given = any(getattr(args, f, None) is not None for f in _FLAG_FIELDS)
             if flags_given and args.files:
                 raise UsageError("classify takes evidence as FILE or as flags, not both")
             if not args.files:
-                packets = [Packet("", _report_from_flags(args))]
+                packets = [(Packet("", _report_from_flags(args)), None)]
             else:
-                packets = list(read_packets(args.files))
+                packets = list(_read(args.files, configured, _KIND[name]))
         elif not args.files:
             raise UsageError(f"{name.value}: give packet files, or - for JSON Lines on stdin")
         else:
-            packets = read_packets(args.files)  # type: ignore[assignment]
+            packets = _read(args.files, configured, _KIND[name])
         exits: list[int] = []
-        for packet in packets:
+        for packet, verdict in packets:
             if packet.data is None:
-                record = _unreadable(name, packet)
-                exits.append(packet.error_exit)
-                row = _summary_row(record, packet, packet.error_exit, str(packet.error))
-                out.emit(Result(json=record, stderr=[str(packet.error)], row=row))
+                if verdict is not None:
+                    code, exit_code = _UNTRUSTED[name]
+                    why = f"not evidence: {verdict}"
+                else:
+                    assert packet.error is not None
+                    code, exit_code, why = _UNREADABLE[name], packet.error_exit, str(packet.error)
+                record = _refusal(name, packet.source, code, exit_code, why)
+                exits.append(exit_code)
+                row = _summary_row(record, packet, exit_code, why)
+                out.emit(Result(json=record, stderr=[why], row=row))
                 continue
             decision = judge(packet.data, now, policy)
             exits.append(decision.exit_code)
-            record = {**decision.to_json(), "input": packet.source or "flags"}
+            record = {**out.decision(decision), "input": packet.source or "flags"}
             row = _summary_row(record, packet, decision.exit_code, reason_text(decision))
             out.emit(Result(json=record, text=[_text(decision, packet.source)], row=row))
         return out.finish(first_failure(exits))

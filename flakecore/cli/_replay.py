@@ -4,7 +4,10 @@ These verbs are the only place the gate procedures meet the adapters: the
 replay's report judge is built here from ``flakecore_adapters.iter_attempts``
 (imported lazily, only with ``--report``), and injected into the core.
 Signals become exceptions while a verb runs, so a CI cancel (SIGTERM) or a
-Ctrl-C still removes the worktree before the process exits.
+Ctrl-C still removes the worktree before the process exits.  The policy is
+the ``--base`` revision's ``[tool.flakecore]`` (never the scored tree's); a
+record written with a signing key is its DSSE envelope, signed only after
+every attempt has ended, from what flakecore itself observed.
 """
 
 from __future__ import annotations
@@ -18,14 +21,19 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, cast
 
-from flakecore.cli._common import adapters, die
-from flakecore.cli._config import add_config_arguments, config_from_args
+from flakecore.admit import admit_verdict
+from flakecore.budget import budget_verdict
+from flakecore.cli._common import adapters, die, write_record
+from flakecore.cli._config import Configured, Need, add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments, reason_text
+from flakecore.cli._signing import add_signing_arguments, signer_from_args
+from flakecore.codes import AdmitCode, BudgetCode
 from flakecore.decision import Decision
 from flakecore.errors import UsageError
 from flakecore.evidence import Attempt
 from flakecore.exits import EXIT_CANTCREAT, EXIT_IOERR
+from flakecore.gate.ledger import stored_bytes
 from flakecore.gate.replay import (
     ExitStatusJudge,
     Judge,
@@ -37,6 +45,9 @@ from flakecore.gate.replay import (
 )
 from flakecore.gate.runtime import Terminated, adopt_orphans, remove_file, signals_raise
 from flakecore.gate.seedrun import BudgetRunRequest, parse_seeds, run_budget
+from flakecore.gate.worktree import GitError
+from flakecore.policy import DEFAULT_POLICY
+from flakecore.signing import RecordSigner
 
 __all__ = ["register"]
 
@@ -163,7 +174,8 @@ def _register_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     _common_run_flags(parser)
     add_output_arguments(parser, reports=True)
-    add_config_arguments(parser)
+    add_config_arguments(parser, base=False)
+    add_signing_arguments(parser)
     parser.set_defaults(run=_run_replay)
 
 
@@ -205,7 +217,8 @@ def _register_budget_run(sub: argparse._SubParsersAction[argparse.ArgumentParser
     parser.add_argument("--out", required=True, metavar="budget.json", help="observation record")
     _common_run_flags(parser)
     add_output_arguments(parser)
-    add_config_arguments(parser)
+    add_config_arguments(parser, base=False)
+    add_signing_arguments(parser)
     parser.set_defaults(run=_run_budget)
 
 
@@ -293,8 +306,44 @@ def _row(test: str, evidence: str, decision: Decision[Any]) -> SummaryRow:
     )
 
 
+def _configured(args: argparse.Namespace, verb: str) -> Configured | GitError:
+    """The base revision's policy; a base git cannot read is the verb's refusal, not a crash."""
+    try:
+        return config_from_args(args, verb=verb, need=Need.LOCATION)
+    except GitError as exc:
+        return exc
+
+
+def _signer(
+    args: argparse.Namespace, configured: Configured, test_id: str | None
+) -> RecordSigner | None:
+    signer = signer_from_args(args, configured)
+    if signer is not None and test_id is None:
+        raise UsageError("a signed freeze record names its test: give --test-id")
+    return signer
+
+
+def _refused(
+    output: Output,
+    decision: Decision[Any],
+    verb: str,
+    test: str,
+    *,
+    counts: str = "",
+) -> int:
+    """A run refused before it started (its base cannot be read): nothing was run or written."""
+    line = f"exit={decision.exit_code} {decision.policy.value}={decision.code.value}{counts}"
+    output.emit(
+        Result(
+            json={**output.decision(decision), "input": verb},
+            text=[f"{line} -- {reason_text(decision)}"],
+            row=_row(test, "", decision),
+        )
+    )
+    return output.finish(decision.exit_code)
+
+
 def _run_replay(args: argparse.Namespace) -> int:
-    policy = config_from_args(args).policy  # [tool.flakecore], then --policy overrides
     out = Path(args.out)
     # First of all: whatever happens next, a stale freeze record is never inherited.
     remove_file(out)
@@ -304,6 +353,17 @@ def _run_replay(args: argparse.Namespace) -> int:
     else:
         judge = ExitStatusJudge(_miss_codes(args.miss_exit_codes))
     patch_reader = _report_reader(args, "--patch-report", None) if args.patch_report else None
+    output = Output.chosen(args, "flakecore replay")
+    configured = _configured(args, "replay")
+    if isinstance(configured, GitError):
+        decision = admit_verdict(
+            AdmitCode.REJECT_INCOMPLETE, str(configured), policy=DEFAULT_POLICY
+        )
+        test = args.test_id or args.property_file
+        return _refused(output, decision, "replay", test, counts=" base_misses=0/0")
+    output.use(configured)
+    policy = configured.config.policy
+    signer = _signer(args, configured, args.test_id)
     request = ReplayRequest(
         checkout=Path.cwd(),
         base=args.base,
@@ -345,6 +405,11 @@ def _run_replay(args: argparse.Namespace) -> int:
     except OSError as exc:
         return die(f"{exc.filename or out}: I/O error: {exc.strerror}", EXIT_IOERR)
     decision = outcome.decision
+    if outcome.freeze is not None and signer is not None:
+        body = stored_bytes(
+            outcome.freeze, kind="freeze-record", signer=signer, test_id=args.test_id
+        )
+        write_record(str(out), body)
     runs = outcome.attempts
     misses = sum(r.result.value == "miss" for r in runs)
     text = [
@@ -353,10 +418,9 @@ def _run_replay(args: argparse.Namespace) -> int:
     ]
     if outcome.freeze is not None:
         text.append(f"freeze record: {out}")
-    output = Output.chosen(args, "flakecore replay")
     output.emit(
         Result(
-            json={**decision.to_json(), "input": "replay", **outcome.to_json()},
+            json={**output.decision(decision), "input": "replay", **outcome.to_json()},
             text=text,
             row=_row(args.test_id or args.property_file, _replay_evidence(args, outcome), decision),
         )
@@ -373,10 +437,18 @@ def _replay_evidence(args: argparse.Namespace, outcome: ReplayOutcome) -> str:
 
 
 def _run_budget(args: argparse.Namespace) -> int:
-    policy = config_from_args(args).policy
     out = Path(args.out)
     remove_file(out)  # a stale observation never stands in for this one
     property_cmd = _shell_words("--property-cmd", args.property_cmd)
+    output = Output.chosen(args, "flakecore budget-run")
+    configured = _configured(args, "budget-run")
+    if isinstance(configured, GitError):
+        why = str(configured)
+        decision = budget_verdict(BudgetCode.INSUFFICIENT_BUDGET, why, policy=DEFAULT_POLICY)
+        return _refused(output, decision, "budget-run", args.test_id)
+    output.use(configured)
+    policy = configured.config.policy
+    signer = signer_from_args(args, configured)
     request = BudgetRunRequest(
         checkout=Path.cwd(),
         test_id=args.test_id,
@@ -401,12 +473,13 @@ def _run_budget(args: argparse.Namespace) -> int:
     except OSError as exc:
         return die(f"{exc.filename or out}: I/O error: {exc.strerror}", EXIT_IOERR)
     decision = outcome.decision
+    if outcome.record is not None and signer is not None:
+        write_record(str(out), stored_bytes(outcome.record, kind="budget-run", signer=signer))
     line = f"exit={decision.exit_code} budget={decision.code.value} -- {reason_text(decision)}"
-    output = Output.chosen(args, "flakecore budget-run")
     output.emit(
         Result(
             json={
-                **decision.to_json(),
+                **output.decision(decision),
                 "input": "budget-run",
                 "packet": outcome.packet,
                 "record": outcome.record,

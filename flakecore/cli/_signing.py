@@ -1,50 +1,74 @@
-"""``--signing-key`` for the verbs that write records: sign them when CI gives a key.
+"""Signing what a verb writes: ``--signing-key FILE`` or ``$FLAKECORE_SIGNING_KEY``, and the key id.
 
-The key comes from a file CI provides (``--signing-key FILE``, refused inside
-the scored checkout) or from an environment variable (``--signing-key-env
-NAME``, the PEM text), with ``--key-id`` naming the id the trusted
-configuration lists its public key under (docs/trust.md).
+A writer signs when it is given a key: the record is then stored as a DSSE
+envelope that every reader verifies against the trusted configuration's
+keys (docs/trust.md).  The key comes from CI -- a file outside the
+checkout or the environment variable -- never from the checkout, and the
+variable is withheld from every command flakecore runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+from typing import Final
 
+from flakecore.cli._common import warn
+from flakecore.cli._config import Configured
 from flakecore.errors import UsageError
-from flakecore.signing import RecordSigner, load_signer
+from flakecore.signing import SIGNING_KEY_ENV, RecordSigner, load_signer
 
-__all__ = ["add_signing_arguments", "signer_from_args"]
+__all__ = ["KEY_ID_ENV", "add_signing_arguments", "signer_from_args"]
+
+#: The environment variable naming the signing key's id (when ``--key-id`` is not given).
+KEY_ID_ENV: Final = "FLAKECORE_KEY_ID"
 
 
 def add_signing_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--signing-key FILE`` / ``--signing-key-env NAME`` and ``--key-id ID``."""
+    """``--signing-key FILE`` and ``--key-id ID``."""
     group = parser.add_argument_group("signing (docs/trust.md)")
-    key = group.add_mutually_exclusive_group()
-    key.add_argument(
+    group.add_argument(
         "--signing-key",
         metavar="FILE",
-        help="sign every record written with this ed25519 PEM key (outside the checkout)",
-    )
-    key.add_argument(
-        "--signing-key-env", metavar="NAME", help="... with the PEM key in this variable"
+        help=f"sign what this verb writes with this ed25519 PEM key, kept outside the checkout "
+        f"(default: ${SIGNING_KEY_ENV} when set)",
     )
     group.add_argument(
         "--key-id",
         metavar="ID",
-        help="the key's id in [tool.flakecore.trust.keys] (required with a signing key)",
+        help=f"the id [tool.flakecore.trust.keys] lists the key under (default: ${KEY_ID_ENV})",
     )
 
 
-def signer_from_args(
-    args: argparse.Namespace, *, checkout: str | os.PathLike[str]
-) -> RecordSigner | None:
-    """The signer the flags name, or None when no key was given."""
-    key_file, key_env = args.signing_key, args.signing_key_env
-    if key_file is None and key_env is None:
+def signer_from_args(args: argparse.Namespace, configured: Configured) -> RecordSigner | None:
+    """The signer the flags or the environment name, or None: then records are written plain.
+
+    A key whose public half the trusted configuration does not list still
+    signs, with a warning: nothing it signs will count until base lists it.
+    """
+    key_file: str | None = args.signing_key
+    from_env = bool(os.environ.get(SIGNING_KEY_ENV, "").strip())
+    if key_file is None and not from_env:
         if args.key_id is not None:
-            raise UsageError("--key-id needs --signing-key or --signing-key-env")
+            raise UsageError(
+                f"--key-id without a key: give --signing-key FILE or ${SIGNING_KEY_ENV}"
+            )
         return None
-    if args.key_id is None:
-        raise UsageError("--signing-key needs --key-id (the id base's trusted keys list it under)")
-    return load_signer(keyid=args.key_id, checkout=checkout, key_file=key_file, key_env=key_env)
+    keyid = args.key_id if args.key_id is not None else os.environ.get(KEY_ID_ENV, "")
+    if not keyid.strip():
+        raise UsageError(
+            f"a signing key needs its id: --key-id ID or ${KEY_ID_ENV} (the name "
+            "[tool.flakecore.trust.keys] lists its public key under)"
+        )
+    signer = load_signer(
+        keyid=keyid,
+        checkout=configured.trust.checkout,
+        key_file=key_file,
+        key_env=None if key_file is not None else SIGNING_KEY_ENV,
+    )
+    if signer.key.public not in {k.public for k in configured.trust.keys}:
+        warn(
+            f"the signing key {keyid} ({signer.key}) is not a trusted key of this policy: "
+            "records it signs count only once [tool.flakecore.trust.keys] in base lists it"
+        )
+    return signer

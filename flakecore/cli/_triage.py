@@ -21,12 +21,14 @@ from typing import cast
 
 from flakecore._wording import plural
 from flakecore.cli._common import adapters, die, flat, parse_now, warn
+from flakecore.cli._config import Configured
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments
 from flakecore.cli._signing import add_signing_arguments, signer_from_args
 from flakecore.errors import UsageError
 from flakecore.evidence import Attempt
 from flakecore.exits import EXIT_CANTCREAT, TRIAGE_EXIT, TRIAGE_NOTHING_RED, triage_exit
+from flakecore.gate.basetrust import RecordTrust
 from flakecore.gate.config import GateConfig, TriageConfig, parse_policy_override
 from flakecore.gate.policy_source import (
     PYPROJECT,
@@ -257,6 +259,12 @@ def _terms(args: argparse.Namespace, config: GateConfig) -> LeaseTerms:
     return LeaseTerms(owner=args.owner, expires_at=expires, canary=args.canary)
 
 
+def _configured(top: Path, config: GateConfig) -> Configured:
+    """The trust of the base the configuration came from (what ``--signing-key`` checks)."""
+    trust = RecordTrust(checkout=top, base=config.source.revision, keys=config.trusted_keys)
+    return Configured(config=config, trust=trust)
+
+
 def _request(
     args: argparse.Namespace, top: Path, config: GateConfig, red: list[RedTest]
 ) -> TriageRequest:
@@ -269,7 +277,7 @@ def _request(
         out_dir=Path(os.path.abspath(args.out_dir)),
         jobs=args.jobs,
         terms=_terms(args, config),
-        signer=signer_from_args(args, checkout=top),
+        signer=signer_from_args(args, _configured(top, config)),
     )
 
 

@@ -22,23 +22,30 @@ import errno
 import os
 import posixpath
 import stat
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
 import attrs
 
-from flakecore.attestation import Untrusted, is_envelope, open_statement, parse_envelope
+from flakecore.attestation import Kinds, Untrusted, is_envelope, open_statement, parse_envelope
 from flakecore.codes import TrustReason
 from flakecore.digest import is_commit_id
 from flakecore.errors import InputError, MissingInputError, UnusableInputError, UsageError
-from flakecore.files import read_bytes_at
+from flakecore.files import read_bytes, read_bytes_at
 from flakecore.gate.worktree import read_object, repo_toplevel, tree_entry
-from flakecore.jsonio import MAX_DOCUMENT_BYTES, loads_strict
+from flakecore.jsonio import MAX_DOCUMENT_BYTES, canonical_bytes, load_object, loads_strict
 from flakecore.signing import RecordProblems, verify_signed
 from flakecore.trust import TrustedKey, TrustVerdict, refused
 
-__all__ = ["read_in_checkout", "read_trusted_record", "trusted_by_base"]
+__all__ = [
+    "RecordTrust",
+    "judge_given_record",
+    "read_in_checkout",
+    "read_record_file",
+    "read_trusted_record",
+    "trusted_by_base",
+]
 
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -167,7 +174,7 @@ def trusted_by_base(repo: Path, base_sha: str, path: str) -> TrustVerdict:
 
 
 def _open_record(
-    verdict: TrustVerdict, data: bytes, kind: str, test_id: str | None
+    verdict: TrustVerdict, data: bytes, kind: Kinds, test_id: str | None
 ) -> TrustVerdict:
     """A base-identical file as a record: its JSON object, or the record its envelope carries."""
     try:
@@ -192,11 +199,15 @@ def read_trusted_record(
     path: str,
     *,
     keys: Sequence[TrustedKey],
-    kind: str,
+    kind: Kinds,
     check: RecordProblems,
     test_id: str | None = None,
 ) -> TrustVerdict:
     """One stored record as evidence: base-identical, or signed by a trusted key, or refused.
+
+    ``kind`` is the record kind the reader expects, or a tuple of the kinds
+    it accepts (a lease directory holds leases, ledger rows and decide
+    packets): a signed record is then read as whichever its ``format`` names.
 
     A file base holds byte for byte counts (an envelope there is opened
     without its signature: review vouched for it).  A file the diff adds or
@@ -224,5 +235,150 @@ def read_trusted_record(
     except InputError:
         signed = False
     if not signed:
-        return attrs.evolve(verdict, detail=f"{verdict.detail}, and it is not signed")
+        return attrs.evolve(verdict, detail=f"{verdict.detail}, and it is not signed", data=data)
     return verify_signed(data, keys=keys, kind=kind, check=check, test_id=test_id, path=path)
+
+
+@attrs.frozen(kw_only=True)
+class RecordTrust:
+    """What a verb trusts a record file by: the base, the trusted keys, where the patch writes.
+
+    ``checkout`` is the top of the scored checkout (every byte below it is the
+    patch's); ``base`` the full commit id of the reviewed revision (None: no
+    ``--base``); ``keys`` the public keys the *trusted* configuration names.
+    """
+
+    checkout: Path
+    base: str | None = None
+    keys: tuple[TrustedKey, ...] = ()
+
+    def describe(self) -> str:
+        """A few words for output: what a record must be to count."""
+        ways = [f"byte-identical in base {self.base[:12]}"] if self.base else []
+        if self.keys:
+            ways.append("signed by " + ", ".join(k.keyid for k in self.keys))
+        ways.append("written outside the checkout (the job's own)")
+        return ", ".join(ways[:-1]) + " or " + ways[-1] if len(ways) > 1 else ways[0]
+
+
+def _in_checkout(path: str, top: Path) -> str | None:
+    """``path`` relative to ``top`` as written; None when it lies outside the checkout.
+
+    A path that lies outside as written but resolves into the checkout
+    reaches it through a symbolic link: :class:`Untrusted` (``SYMLINK``).
+    """
+    written = Path(os.path.abspath(path))
+    if written == top or top in written.parents:
+        return written.relative_to(top).as_posix()
+    resolved = Path(os.path.realpath(path))
+    if resolved == top or top in resolved.parents:
+        raise Untrusted(
+            TrustReason.SYMLINK, "reached through a symbolic link into the scored checkout"
+        )
+    return None
+
+
+def _judge_bytes(
+    path: str,
+    data: bytes,
+    *,
+    trust: RecordTrust,
+    kind: Kinds,
+    check: RecordProblems,
+    test_id: str | None,
+    unsigned: str | None,
+    own: str = "outside the scored checkout, unsigned: this job's own output",
+) -> TrustVerdict:
+    """Bytes no base vouches for: an envelope that verifies, else the job's own or refused.
+
+    They must be a JSON object (else :class:`InputError`: unusable, like any
+    input).  An envelope is always verified (without keys: ``NO_TRUSTED_KEYS``).
+    A plain record is refused ``NOT_SIGNED`` with ``unsigned`` as the reason
+    (a record in the checkout), or, with ``unsigned`` None, counts as the
+    job's own (``OUTSIDE_CHECKOUT``, detail ``own``).
+    """
+    value = load_object(data, source=path)
+    if is_envelope(value):
+        return verify_signed(
+            data, keys=trust.keys, kind=kind, check=check, test_id=test_id, path=path
+        )
+    if unsigned is not None:
+        verdict = refused(path, TrustReason.NOT_SIGNED, f"{unsigned}, and it is not signed")
+        return attrs.evolve(verdict, data=data)
+    problems = list(check(value))
+    if problems:
+        return refused(path, TrustReason.INVALID_RECORD, "; ".join(problems))
+    return TrustVerdict(
+        path=path, reason=TrustReason.OUTSIDE_CHECKOUT, detail=own, data=data, record=value
+    )
+
+
+def read_record_file(
+    path: str,
+    *,
+    trust: RecordTrust,
+    kind: Kinds,
+    check: RecordProblems,
+    test_id: str | None = None,
+) -> TrustVerdict:
+    """One record file, wherever it lies, as evidence (docs/trust.md, "which records count").
+
+    In the scored checkout: base-identical (with a base) or signed by a
+    trusted key, else refused.  Outside it, an envelope must verify, and a
+    plain record is the job's own output (``OUTSIDE_CHECKOUT``), which the
+    caller re-verifies: a signature made by a key the same job holds would
+    vouch for no more than the job's own steps do.  A verb that needs a
+    signer (the clean run) asks for one on top
+    (:func:`flakecore.trust.require_other_signer`).  A path that reaches
+    the checkout through a link is ``SYMLINK``.  ``check`` is the
+    reader's own check of the record.  A missing or unreadable file, and one
+    no base vouches for that is not a JSON object, is an :class:`InputError`.
+    """
+    top = Path(os.path.realpath(trust.checkout))
+    try:
+        where = _in_checkout(path, top)
+        if where is not None and trust.base is not None:
+            verdict = read_trusted_record(
+                top, trust.base, where, keys=trust.keys, kind=kind, check=check, test_id=test_id
+            )
+            return attrs.evolve(verdict, path=path)
+        if where is not None:
+            data = read_in_checkout(top, where)
+    except Untrusted as exc:
+        return refused(path, exc.reason, exc.detail)
+    unsigned = None
+    if where is not None:
+        unsigned = "in the scored checkout with no base revision to compare it with"
+    else:
+        data = read_bytes(path, MAX_DOCUMENT_BYTES)
+    return _judge_bytes(
+        path, data, trust=trust, kind=kind, check=check, test_id=test_id, unsigned=unsigned
+    )
+
+
+def judge_given_record(
+    source: str,
+    record: Mapping[str, object],
+    *,
+    trust: RecordTrust,
+    kind: Kinds,
+    check: RecordProblems,
+    test_id: str | None = None,
+) -> TrustVerdict:
+    """A record the caller handed over rather than stored (a line of standard input).
+
+    Like a file outside the checkout: an envelope must verify, a plain
+    record is the caller's own (``OUTSIDE_CHECKOUT``).  The envelope's
+    signature covers its payload, so re-encoding the parsed object loses
+    nothing a verifier needs.
+    """
+    return _judge_bytes(
+        source,
+        canonical_bytes(record),
+        trust=trust,
+        kind=kind,
+        check=check,
+        test_id=test_id,
+        unsigned=None,
+        own="standard input, unsigned: the caller's own",
+    )

@@ -18,15 +18,15 @@ Directory settings are relative to the directory holding the
 ``pyproject.toml`` (the repository root), so a job started in a
 subdirectory finds the same ledger.
 
-Two nested tables exist.  ``[tool.flakecore.trust.keys]`` maps key ids to
-the public keys whose signatures make a record count (``ed25519:<64 hex>``).
+The table is only ever read from a *trusted* place -- the base revision, or
+a file CI provides outside the scored checkout
+(:mod:`flakecore.gate.policy_source`) -- never from the working tree, which
+the patch under judgement wrote.  Two nested tables exist.
+``[tool.flakecore.trust.keys]`` maps key ids to the public keys whose
+signatures make a record count (``ed25519:<64 hex>``).
 ``[tool.flakecore.triage]`` (:class:`TriageConfig`) says how ``flakecore
 triage`` runs one test with one seed, which fixture epoch lock it pins and
 which policies must agree; it is as strict as the rest.
-Keys are only ever taken from a *trusted* configuration (the base revision,
-or a file outside the checkout: :mod:`flakecore.gate.policy_source`);
-:func:`load_config`, which reads the working tree the patch wrote, parses
-them strictly and then drops them.
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ import attrs
 
 from flakecore.digest import canonical_json_sha256
 from flakecore.errors import InputError, UsageError
-from flakecore.files import read_bytes
 from flakecore.policy import DEFAULT_POLICY, Policy, PolicySource
 from flakecore.trust import TrustedKey
 
@@ -57,9 +56,7 @@ __all__ = [
     "TRIAGE_POLICIES",
     "GateConfig",
     "TriageConfig",
-    "find_pyproject",
     "flakecore_table",
-    "load_config",
     "mentions_flakecore",
     "needs_toml_parser",
     "parse_policy_override",
@@ -211,27 +208,6 @@ def _loader() -> Callable[[str], dict[str, Any]] | None:
         return None
     loads: Callable[[str], dict[str, Any]] = tomli.loads
     return loads
-
-
-def find_pyproject(start: str = ".") -> str | None:
-    """The nearest ``pyproject.toml`` from ``start`` upwards, stopping at the repository root.
-
-    The repository root is the first directory holding ``.git``; without
-    one the search goes on to the filesystem root.  Any entry of that name
-    counts (a FIFO or an escaping symlink is then refused by the reader, not
-    skipped in favour of a parent's file).
-    """
-    here = os.path.abspath(start)
-    while True:
-        candidate = os.path.join(here, "pyproject.toml")
-        if os.path.lexists(candidate):
-            return candidate
-        if os.path.exists(os.path.join(here, ".git")):
-            return None
-        parent = os.path.dirname(here)
-        if parent == here:
-            return None
-        here = parent
 
 
 def mentions_flakecore(data: bytes) -> bool:
@@ -439,30 +415,6 @@ def needs_toml_parser(source: str) -> UsageError:
         f"{source}: reading [tool.flakecore] needs Python 3.11+ (tomllib) or the tomli "
         "package; install tomli, or pass --no-config to run on defaults and flags"
     )
-
-
-def load_config(path: str | None = None, *, start: str = ".") -> GateConfig:
-    """Read ``[tool.flakecore]`` from ``path``, or from the nearest ``pyproject.toml``.
-
-    A missing table means the defaults.  An explicit ``path`` that does not
-    exist is an :class:`InputError` (``no such file``).  This reads the
-    working tree, which the patch under judgement may have written, so any
-    ``trust`` keys are dropped: verbs that judge a patch read the base
-    revision instead (:func:`flakecore.gate.policy_source.load_trusted_config`).
-    """
-    explicit = path is not None
-    found = path if explicit else find_pyproject(start)
-    if found is None:
-        return GateConfig(root=os.path.abspath(start) if start != "." else ".")
-    data = read_bytes(found, MAX_CONFIG_BYTES)
-    root = os.path.dirname(os.path.abspath(found))
-    document = parse_toml(data, source=found)
-    if document is None:
-        if explicit or mentions_flakecore(data):
-            raise needs_toml_parser(found)
-        return GateConfig(root=root)
-    config = parse_table(flakecore_table(document), root=root, path=found)
-    return attrs.evolve(config, trusted_keys=())
 
 
 def _ascii_int(name: str, text: str) -> int:

@@ -30,32 +30,40 @@ import attrs
 
 from flakecore._fields import MISSING, is_nonblank
 from flakecore._wording import plural
+from flakecore.attestation import Untrusted, is_envelope, open_statement, parse_envelope
 from flakecore.budget import BudgetDecision, budget, ledger_row
 from flakecore.codes import BudgetCode, DecideCode
 from flakecore.decide import decide
 from flakecore.errors import InputError, MissingInputError
 from flakecore.files import read_bytes, write_atomic
+from flakecore.gate.basetrust import RecordTrust, read_record_file
 from flakecore.gate.seedrun import budget_evidence
 from flakecore.gate.vote import DECIDE_PACKET_FORMAT
-from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object
+from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object, loads_strict
 from flakecore.lease import LEASE_FORMAT, format_version_ok, lease_problems
 from flakecore.policy import DEFAULT_POLICY, Policy
+from flakecore.signing import RecordSigner, sign_record
 from flakecore.testids import id_digest
+from flakecore.trust import TrustVerdict
 
 __all__ = [
     "DECIDE_PACKET_FORMAT",
     "LEDGER_ROW_FIELDS",
     "LEDGER_ROW_FORMAT",
+    "STORED_KINDS",
     "LedgerAction",
     "RecordCheck",
     "apply_budget",
     "check_directory",
+    "check_file",
     "check_record",
+    "peek_record",
     "read_record",
     "record_bytes",
     "record_file_name",
     "row_expired",
     "row_problems",
+    "stored_bytes",
     "utc_today",
 ]
 
@@ -97,8 +105,46 @@ def utc_today(now: dt.datetime) -> dt.date:
 
 
 def read_record(path: str) -> dict[str, object]:
-    """One stored record, through the strict JSON reader; :class:`InputError` when unusable."""
+    """One stored record, through the strict JSON reader; :class:`InputError` when unusable.
+
+    This says nothing about who wrote it: evidence is read through
+    :func:`flakecore.gate.basetrust.read_record_file`.
+    """
     return load_object(read_bytes(path, MAX_DOCUMENT_BYTES), source=path)
+
+
+def peek_record(data: bytes, *, source: str = "<record>") -> dict[str, object] | None:
+    """The record stored bytes hold -- an envelope's predicate opened *without* verifying it.
+
+    Only for questions whose answer can only refuse more (is this a renewal
+    of the stored lease? what kind does an untrusted file claim to be?),
+    never for evidence.  None when the bytes hold no record.
+    """
+    value = loads_strict(data, source=source)
+    if is_envelope(value):
+        try:
+            payload = parse_envelope(value).payload
+            return open_statement(payload, kind=STORED_KINDS).record
+        except Untrusted:
+            return None
+    return value if isinstance(value, dict) else None
+
+
+def stored_bytes(
+    record: Mapping[str, object],
+    *,
+    kind: str,
+    signer: RecordSigner | None = None,
+    test_id: str | None = None,
+) -> bytes:
+    """A record's file body: the record, or with ``signer`` its DSSE envelope (docs/trust.md).
+
+    ``test_id`` names the test for a record that does not carry its own (a
+    freeze record).  Signing needs the ``sign`` extra.
+    """
+    if signer is None:
+        return record_bytes(record)
+    return record_bytes(sign_record(record, kind=kind, signer=signer, test_id=test_id))
 
 
 def _parse_date(value: object) -> dt.date | None:
@@ -197,6 +243,8 @@ class RecordCheck:
     """``lease``, ``ledger-row``, ``decide-packet``, or ``unknown``."""
     test_id: str | None
     problems: tuple[str, ...]
+    trust: TrustVerdict | None = None
+    """Why the file counts as evidence, or why not (None: it could not be read)."""
 
     @property
     def valid(self) -> bool:
@@ -205,12 +253,16 @@ class RecordCheck:
 
     def to_json(self) -> dict[str, object]:
         """One JSON Lines record for ``lease check --json``."""
+        trust = None
+        if self.trust is not None:
+            trust = {k: v for k, v in self.trust.to_json().items() if k != "file"}
         return {
             "file": self.path,
             "kind": self.kind,
             "test_id": self.test_id,
             "valid": self.valid,
             "problems": list(self.problems),
+            "trust": trust,
         }
 
 
@@ -219,6 +271,8 @@ _KINDS: Final = {
     LEDGER_ROW_FORMAT: "ledger-row",
     DECIDE_PACKET_FORMAT: "decide-packet",
 }
+#: The record kinds a lease or ledger directory holds.
+STORED_KINDS: Final = tuple(_KINDS.values())
 
 
 def check_record(
@@ -267,9 +321,63 @@ def check_record(
     )
 
 
+def _untrusted(verdict: TrustVerdict) -> RecordCheck:
+    """A file that is not evidence: its trust reason is its one problem."""
+    try:
+        value = peek_record(verdict.data) if verdict.data is not None else None
+    except InputError:
+        value = None
+    value = value or {}
+    name, own = value.get("format"), value.get("test_id")
+    return RecordCheck(
+        path=verdict.path,
+        kind=_KINDS.get(name, "unknown") if isinstance(name, str) else "unknown",
+        test_id=own if isinstance(own, str) else None,
+        problems=(f"{verdict.reason.value}: {verdict.detail}",),
+        trust=verdict,
+    )
+
+
+def check_file(
+    path: str,
+    *,
+    trust: RecordTrust,
+    now: dt.datetime,
+    policy: Policy = DEFAULT_POLICY,
+    patch_hash: str | None = None,
+    oracle_version: str | None = None,
+) -> RecordCheck:
+    """Judge one stored file: first whether it counts as evidence at all, then the record.
+
+    A file that is not trusted (``trust``: the diff added it unsigned, a
+    link, a bad signature ...) is invalid with that reason; a trusted one is
+    judged by :func:`check_record`.  A file that is refused as input is
+    invalid with that error; one there is nothing to read at raises
+    :class:`~flakecore.errors.MissingInputError`.
+    """
+    try:
+        verdict = read_record_file(path, trust=trust, kind=STORED_KINDS, check=lambda _: ())
+    except MissingInputError:
+        raise
+    except InputError as exc:
+        return RecordCheck(path=path, kind="unknown", test_id=None, problems=(str(exc),))
+    if not verdict.trusted or verdict.record is None:
+        return _untrusted(verdict)
+    judged = check_record(
+        verdict.record,
+        path=path,
+        now=now,
+        policy=policy,
+        patch_hash=patch_hash,
+        oracle_version=oracle_version,
+    )
+    return attrs.evolve(judged, trust=verdict)
+
+
 def check_directory(
     directory: str,
     *,
+    trust: RecordTrust,
     now: dt.datetime,
     policy: Policy = DEFAULT_POLICY,
     patch_hash: str | None = None,
@@ -280,7 +388,8 @@ def check_directory(
     Dot-files are skipped (``.gitkeep``, a writer's temporary file).  Any
     other entry that is not ``<64 hex>.json`` holding a valid record is
     reported: a subdirectory or a stray file is invalid, not silently
-    ignored, because a lease nobody checks is a permanent freeze.  Raises
+    ignored, because a lease nobody checks is a permanent freeze.  Each
+    record must count as evidence first (:func:`check_file`).  Raises
     :class:`InputError` when the directory itself cannot be read.
     """
     try:
@@ -317,22 +426,17 @@ def check_directory(
             )
             continue
         try:
-            data = read_record(path)
-        except InputError as exc:
-            checks.append(
-                RecordCheck(path=path, kind="unknown", test_id=None, problems=(str(exc),))
-            )
-            continue
-        checks.append(
-            check_record(
-                data,
-                path=path,
+            checked = check_file(
+                path,
+                trust=trust,
                 now=now,
                 policy=policy,
                 patch_hash=patch_hash,
                 oracle_version=oracle_version,
             )
-        )
+        except MissingInputError as exc:  # gone, or a link to nothing: a bad entry all the same
+            checked = RecordCheck(path=path, kind="unknown", test_id=None, problems=(str(exc),))
+        checks.append(checked)
     return checks
 
 
@@ -372,6 +476,7 @@ def apply_budget(
     *,
     today: dt.date,
     policy: Policy = DEFAULT_POLICY,
+    signer: RecordSigner | None = None,
 ) -> LedgerAction:
     """Run :func:`flakecore.budget` on ``packet`` and change the ledger (docs/policies.md).
 
@@ -381,7 +486,8 @@ def apply_budget(
     the packet is refused and nothing changes).  The directory is created
     when missing.  Only ``FLAKE_CANDIDATE`` writes and only ``STABLE_PASS``
     deletes; a process error (``INSUFFICIENT_BUDGET``) and every rejecting
-    code leave every file as it was.
+    code leave every file as it was.  With ``signer`` the row is written as
+    its signed envelope.
     """
     packet, refused = budget_evidence(packet, policy=policy)
     if refused is not None:
@@ -411,7 +517,7 @@ def apply_budget(
         os.makedirs(directory, exist_ok=True)
         path = os.path.join(directory, record_file_name(test_id))
         replaced = os.path.lexists(path)
-        write_atomic(path, record_bytes(row))
+        write_atomic(path, stored_bytes(row, kind="ledger-row", signer=signer))
         return LedgerAction(
             decision=decision,
             action="wrote",

@@ -34,6 +34,7 @@ from types import FrameType
 import attrs
 
 from flakecore.gate import _reaper
+from flakecore.signing import SIGNING_KEY_ENV
 
 __all__ = [
     "WEAK_CONTAINMENT",
@@ -62,6 +63,8 @@ _GIT_REDIRECTS = (
     "GIT_NAMESPACE",
     "GIT_PREFIX",
 )
+#: Variables no child process gets: the git redirects and the signing key.
+_WITHHELD = frozenset({*_GIT_REDIRECTS, SIGNING_KEY_ENV})
 
 
 class Terminated(BaseException):
@@ -188,8 +191,13 @@ def substitute(argv: Sequence[str], **values: str) -> tuple[str, ...]:
 
 
 def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Our environment without variables that would point git at another repository."""
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_REDIRECTS}
+    """Our environment without variables that would point git elsewhere, and without the key.
+
+    The signing key (:data:`~flakecore.signing.SIGNING_KEY_ENV`) never reaches
+    a command under test or git; docs/trust.md says what this does not stop
+    (a process of the same user reads ``/proc/<pid>/environ``).
+    """
+    env = {k: v for k, v in os.environ.items() if k not in _WITHHELD}
     env.update(extra or {})
     return env
 

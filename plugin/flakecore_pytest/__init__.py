@@ -69,7 +69,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="FILE",
         default=None,
         help="with --flakecore-leases and no base: a [tool.flakecore] file outside the checkout "
-        "(then only signed leases count)",
+        "(then a lease in the checkout counts only signed)",
     )
 
 

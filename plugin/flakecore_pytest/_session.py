@@ -27,10 +27,11 @@ import pytest
 
 from flakecore.codes import AttemptResult
 from flakecore.errors import FlakecoreError, UsageError
+from flakecore.gate.basetrust import RecordTrust
 from flakecore.gate.config import GateConfig
 from flakecore.gate.leasedir import trusted_leases
 from flakecore.gate.policy_source import load_outside_config, load_trusted_config
-from flakecore.gate.worktree import repo_toplevel
+from flakecore.gate.worktree import repo_toplevel, resolve_commit
 from flakecore.logdir import MAIN_WORKER, LogDirectory
 from flakecore.records import Seed
 from flakecore.seeds import fresh_seed, seed_from_text
@@ -58,21 +59,28 @@ def register(config: pytest.Config) -> None:
     config.pluginmanager.register(session, _NAME)
 
 
-def _trusted_config(config: pytest.Config, directory: Path) -> GateConfig:
-    """The configuration leases are judged by: base's table, or a file outside the checkout."""
+def _trusted_config(config: pytest.Config, directory: Path) -> tuple[GateConfig, RecordTrust]:
+    """The configuration leases are judged by (base's table, or a file outside the checkout).
+
+    And what a lease must be to count: byte-identical in base or signed by
+    a trusted key when in the checkout; outside it, signed or CI's own.
+    """
     base = config.getoption("flakecore_base")
     outside = config.getoption("flakecore_config")
     if (base is None) == (outside is None):
         raise UsageError(
-            "--flakecore-leases needs exactly one of --flakecore-base REF (leases count when "
-            "base holds them or a trusted key signed them) and --flakecore-config FILE "
-            "(outside the checkout; only signed leases count)"
+            "--flakecore-leases needs exactly one of --flakecore-base REF (a lease in the "
+            "checkout counts when base holds it or a trusted key signed it) and "
+            "--flakecore-config FILE (outside the checkout; then a lease in the checkout "
+            "counts only signed)"
         )
-    here = directory if directory.is_dir() else config.invocation_params.dir
-    top = repo_toplevel(here)
-    if base is not None:
-        return load_trusted_config(top, base)
-    return load_outside_config(outside, checkout=top)
+    top = repo_toplevel(directory if directory.is_dir() else config.invocation_params.dir)
+    if base is None:
+        trusted = load_outside_config(outside, checkout=top)
+        return trusted, RecordTrust(checkout=top, keys=trusted.trusted_keys)
+    sha = resolve_commit(top, base)
+    trusted = load_trusted_config(top, sha)
+    return trusted, RecordTrust(checkout=top, base=sha, keys=trusted.trusted_keys)
 
 
 def _leases(config: pytest.Config, workerinput: dict[str, Any] | None) -> dict[str, str]:
@@ -84,10 +92,10 @@ def _leases(config: pytest.Config, workerinput: dict[str, Any] | None) -> dict[s
         if config.getoption("flakecore_base") or config.getoption("flakecore_config"):
             raise UsageError("--flakecore-base and --flakecore-config go with --flakecore-leases")
         return {}
-    directory = config.invocation_params.dir / option
-    trusted = _trusted_config(config, directory)
+    directory = Path(os.path.relpath(config.invocation_params.dir / option))
+    trusted, trust = _trusted_config(config, directory)
     now = dt.datetime.now(dt.timezone.utc)
-    leases = trusted_leases(directory, config=trusted, now=now)
+    leases = trusted_leases(directory, config=trusted, trust=trust, now=now)
     return {test_id: lease.describe(option) for test_id, lease in leases.items()}
 
 

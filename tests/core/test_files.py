@@ -36,8 +36,11 @@ from flakecore.files import (
     read_bytes_at,
     write_atomic,
 )
-from flakecore.gate.config import load_config
 from flakecore.gate.ledger import read_record
+from flakecore.gate.policy_source import load_outside_config
+
+#: The scored checkout, for the configuration reader: not where the planted files are.
+_ELSEWHERE = Path(__file__).resolve().parent
 
 
 @pytest.fixture(autouse=True)
@@ -90,7 +93,12 @@ READERS = (
         lambda p: (s := reduce_logs([p])).status is LogStatus.COMPLETE and s.misses,
         lambda c: 1,
     ),
-    Reader("load_config", PYPROJECT, lambda p: load_config(p).policy.max_lease_days, lambda c: 7),
+    Reader(
+        "load_outside_config",
+        PYPROJECT,
+        lambda p: load_outside_config(p, checkout=_ELSEWHERE).policy.max_lease_days,
+        lambda c: 7,
+    ),
     Reader(
         "iter_attempts", JUNIT, lambda p: [a.test_id for a in iter_attempts(p)], lambda c: ["c::t"]
     ),

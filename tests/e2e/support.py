@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -25,8 +26,10 @@ from flakecore import validation
 __all__ = [
     "EPOCH_LOCK",
     "PROPERTY_FILE",
+    "SORTED",
     "TEST_ID",
     "SampleRepo",
+    "budget_args",
     "decision",
     "git",
     "init_repo",
@@ -64,6 +67,9 @@ _FILES: dict[str, str] = {
     FIXTURE: '{"values": [1, 2, 3], "unit": "ms"}\n',
     ".gitignore": "__pycache__/\n*.xml\n",
 }
+
+#: The property: the fixture's values are sorted (exit 0 holds, 1 fails).
+SORTED = "import json, sys; v = json.load(open(sys.argv[1]))['values']; sys.exit(v != sorted(v))"
 
 #: The patch: a regression that misses for every seventh seed as well.
 _REGRESSION = (
@@ -117,9 +123,12 @@ class SampleRepo:
         env.update(extra or {})
         return env
 
-    def flakecore(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        """Run the installed CLI in the repository, as a pipeline would."""
-        return run_in(self.path, [sys.executable, "-m", "flakecore", *args], self.env(), timeout)
+    def flakecore(
+        self, *args: str, timeout: float = 120, env: Mapping[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the installed CLI in the repository, as a pipeline would (``env`` added)."""
+        argv = [sys.executable, "-m", "flakecore", *args]
+        return run_in(self.path, argv, self.env(env), timeout)
 
     def replay_args(
         self,
@@ -178,12 +187,19 @@ def init_repo(path: Path, files: Mapping[str, str], message: str) -> str:
 
 
 def make_repo(
-    root: Path, *, regression: bool = True, fixture_on_head: str | None = None
+    root: Path,
+    *,
+    regression: bool = True,
+    fixture_on_head: str | None = None,
+    base_files: Mapping[str, str] | None = None,
 ) -> SampleRepo:
-    """Create the sample repository: a base commit, then the patch commit (HEAD)."""
+    """Create the sample repository: a base commit, then the patch commit (HEAD).
+
+    ``base_files`` adds files to the base commit (a reviewed ``pyproject.toml``).
+    """
     path, tmp = root / "repo", root / "tmp"
     tmp.mkdir()
-    base = init_repo(path, _FILES, "base: a flaky checksum")
+    base = init_repo(path, {**_FILES, **(base_files or {})}, "base: a flaky checksum")
     if regression:
         (path / "mylib.py").write_text(_REGRESSION)
     if fixture_on_head is not None:
@@ -203,3 +219,26 @@ def decision(run: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     problems = [str(p) for p in validation.iter_errors(value, "decision")]
     assert problems == [], problems
     return value
+
+
+def budget_args(
+    repo: SampleRepo,
+    out: Path,
+    *,
+    seeds: str | None,
+    prop: str = SORTED,
+    command: list[str] | None = None,
+) -> list[str]:
+    """``budget-run`` arguments for the sample's fixture and property (``--json``)."""
+    return [
+        "budget-run",
+        "--test-id", TEST_ID,
+        "--base", repo.base,
+        "--fixture", FIXTURE,
+        "--property-cmd", shlex.join([sys.executable, "-c", prop, "{fixture}"]),
+        *(["--seeds", seeds] if seeds is not None else []),
+        "--out", str(out),
+        "--json",
+        "--",
+        *(pytest_command() if command is None else command),
+    ]  # fmt: skip

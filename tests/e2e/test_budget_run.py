@@ -4,46 +4,27 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shlex
-import sys
 from pathlib import Path
 
 import pytest
 
-from e2e.support import FIXTURE, TEST_ID, SampleRepo, decision, make_repo, pytest_command
+from e2e.support import (
+    FIXTURE,
+    TEST_ID,
+    budget_args,
+    decision,
+    make_repo,
+    pytest_command,
+)
 
 pytestmark = pytest.mark.e2e
 
-#: The property: the fixture's values are sorted (exit 0 holds, 1 fails).
-SORTED = "import json, sys; v = json.load(open(sys.argv[1]))['values']; sys.exit(v != sorted(v))"
 #: A property the sample fixture violates.
 REVERSED = (
     "import json, sys; v = json.load(open(sys.argv[1]))['values']; "
     "sys.exit(v != sorted(v, reverse=True))"
 )
 CANONICAL = hashlib.sha256(b'{"unit":"ms","values":[1,2,3]}').hexdigest()
-
-
-def budget_args(
-    repo: SampleRepo,
-    out: Path,
-    *,
-    seeds: str | None,
-    prop: str = SORTED,
-    command: list[str] | None = None,
-) -> list[str]:
-    return [
-        "budget-run",
-        "--test-id", TEST_ID,
-        "--base", repo.base,
-        "--fixture", FIXTURE,
-        "--property-cmd", shlex.join([sys.executable, "-c", prop, "{fixture}"]),
-        *(["--seeds", seeds] if seeds is not None else []),
-        "--out", str(out),
-        "--json",
-        "--",
-        *(pytest_command() if command is None else command),
-    ]  # fmt: skip
 
 
 def record(out: Path) -> dict[str, object]:

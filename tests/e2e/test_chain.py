@@ -195,7 +195,7 @@ def chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
     )
     chain.step("lease open", "lease", "open", *lease_open_args(chain, files / "leases"))
     chain.step("lease check", "lease", "check", f("leases"), f("ledger"), "--now", NOW_TEXT,
-               "--json", "--no-config")  # fmt: skip
+               "--json", "--base", repo.base)  # fmt: skip
     yield chain
     repo.assert_clean()
 
@@ -288,14 +288,16 @@ ARGS: dict[tuple[str, ...], Callable[[Chain, Path], Sequence[str]]] = {
         str(c.files / "leases" / record_file_name(TEST_ID)),
         "--now",
         NOW_TEXT,
-        "--no-config",
+        "--base",
+        c.repo.base,
     ],
     ("lease", "check"): lambda c, t: [
         str(c.files / "leases"),
         str(c.files / "ledger"),
         "--now",
         NOW_TEXT,
-        "--no-config",
+        "--base",
+        c.repo.base,
     ],
     ("ledger", "apply"): lambda c, t: [
         c.file("budget.json"),

@@ -587,19 +587,28 @@ def test_progress_only_on_a_terminal(repo: SampleRepo, tmp_path: Path) -> None:
     repo.assert_clean()
 
 
-def test_repository_policy_from_pyproject_and_flags(repo: SampleRepo, tmp_path: Path) -> None:
-    # [tool.flakecore] in the scored checkout raises the miss floor; the decision records it.
-    (repo.path / "pyproject.toml").write_text("[tool.flakecore]\nmin_base_misses = 3\n")
+def test_repository_policy_from_the_base_and_flags(tmp_path: Path) -> None:
+    # [tool.flakecore] in the base commit raises the miss floor; the decision records it.
+    floor = "[tool.flakecore]\nmin_base_misses = 3\n"
+    (tmp_path / "policy").mkdir()
+    repo = make_repo(tmp_path / "policy", base_files={"pyproject.toml": floor})
     out = tmp_path / "freeze.json"
     run = repo.flakecore(*repo.replay_args(seed="3", out=out))
     d = decision(run)
     assert d["policy_values"] == {"attempt_cap": 5, "min_base_misses": 3}
     assert (d["code"], run.returncode) == ("REJECT_PATCH_INTRODUCED", 4)  # 2 misses < floor 3
+    source = d["policy_source"]
+    assert (source["revision"], source["path"], source["scored_tree_differs"]) == (
+        repo.base,
+        "pyproject.toml",
+        False,
+    )
     assert not out.exists()
     flagged = repo.flakecore(
         *repo.replay_args(seed="3", out=out, extra=["--policy", "min_base_misses=2"])
     )
     assert decision(flagged)["policy_values"]["min_base_misses"] == 2
+    assert decision(flagged)["policy_source"]["overrides"] == ["min_base_misses"]
     assert decision(flagged)["code"] == "ACCEPT_PREEXISTING"
     repo.assert_clean()
 

@@ -29,7 +29,9 @@ from gate.support import (
     lease_record,
     lease_report,
     listing,
+    on_base,
     row_record,
+    run_record,
     store,
 )
 
@@ -67,25 +69,6 @@ def test_runner_id_refuses_a_malformed_image(image: str) -> None:
 # --------------------------------------------------------------------------- packet
 
 B, C = "b" * 64, "c" * 64
-
-
-def run_record(runner: str, **changes: object) -> dict[str, object]:
-    record: dict[str, object] = {
-        "format": "flakecore.run-record",
-        "format_version": "1.0",
-        "runner_id": runner,
-        "class": "flake_shaped",
-        "fixture_hash": B,
-        "input_hash": C,
-        "completed": True,
-        "property_cohort_passed": True,
-    }
-    for key, value in changes.items():
-        if value is ...:
-            record.pop(key, None)
-        else:
-            record[key] = value
-    return record
 
 
 def packet(
@@ -215,8 +198,8 @@ def test_a_commit_id_is_the_patch_hash_in_packet_decide_and_the_lease(tmp_path: 
     assert opened.returncode == 0, opened.stdout + opened.stderr
     lease = tmp_path / "leases" / NAME
     assert json.loads(lease.read_text())["patch_hash"] == COMMIT
-    bound = ("--now", NOW_TEXT, "--patch-hash", COMMIT, "--no-config")
-    assert cli("lease", "show", str(lease), *bound).returncode == 0
+    bound = ("--now", NOW_TEXT, "--patch-hash", COMMIT)
+    assert on_base("lease", "show", str(lease), *bound).returncode == 0
 
 
 @pytest.mark.parametrize("value", ["9fceb02", COMMIT.upper(), "sha256:" + "f" * 64, "main", " "])
@@ -383,23 +366,23 @@ def test_lease_open_unreadable_report(tmp_path: Path) -> None:
 
 def test_lease_show(tmp_path: Path) -> None:
     path = store(tmp_path, lease_record())
-    done = cli("lease", "show", str(path), "--now", NOW_TEXT, "--no-config")
+    assert cli("lease", "show", str(path), "--now", NOW_TEXT, "--no-config").returncode == 64
+    done = on_base("lease", "show", str(path), "--now", NOW_TEXT)
     assert done.returncode == 0
     assert done.stdout.startswith("class=flake property=pass pin=match sha256:8e8e")
     assert "owner=ci-bot expires_at=2026-12-06T12:00:00Z canary=nightly-canary" in done.stdout
-    data = json.loads(cli("lease", "show", str(path), "--json", "--no-config",
-                          "--now", NOW_TEXT).stdout)  # fmt: skip
+    data = json.loads(on_base("lease", "show", str(path), "--json", "--now", NOW_TEXT).stdout)
     assert data == lease_record()
-    expired = cli("lease", "show", str(path), "--now", "2027-01-01T00:00:00Z", "--no-config")
+    expired = on_base("lease", "show", str(path), "--now", "2027-01-01T00:00:00Z")
     assert expired.returncode == EXIT_INVALID_RECORDS and "not after now" in expired.stderr
-    assert cli("lease", "show", str(tmp_path / "nope.json")).returncode == 66
+    assert on_base("lease", "show", str(tmp_path / "nope.json")).returncode == 66
 
 
 # --------------------------------------------------------------------------- lease check
 
 
 def check(*dirs: Path, extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
-    return cli("lease", "check", *map(str, dirs), "--now", NOW_TEXT, "--no-config", *extra)
+    return on_base("lease", "check", *map(str, dirs), "--now", NOW_TEXT, *extra)
 
 
 def valid_set(tmp_path: Path) -> tuple[Path, Path]:
@@ -484,12 +467,10 @@ def test_lease_check_judges_every_record_when_one_is_in_year_9999(tmp_path: Path
 
 def test_lease_check_now_at_the_end_of_the_calendar(tmp_path: Path) -> None:
     leases, ledger = valid_set(tmp_path)
-    done = cli(
-        "lease", "check", str(leases), str(ledger), "--now", "9999-12-31T23:59:59Z", "--no-config"
-    )
+    done = on_base("lease", "check", str(leases), str(ledger), "--now", "9999-12-31T23:59:59Z")
     assert done.returncode == EXIT_INVALID_RECORDS, done.stderr
     assert "4 records, 4 invalid" in done.stdout
-    late = cli("lease", "check", str(leases), "--now", "9999-12-31T23:00:00-05:00", "--no-config")
+    late = on_base("lease", "check", str(leases), "--now", "9999-12-31T23:00:00-05:00")
     assert late.returncode == 64 and "outside years" in late.stderr
 
 
@@ -548,22 +529,32 @@ def test_lease_check_unreadable_directory(tmp_path: Path) -> None:
     assert check(tmp_path / "leases" / NAME).returncode == 0, "a file is checked as one record"
 
 
-def test_lease_check_defaults_to_the_configured_dirs(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text(
+def test_lease_check_defaults_to_the_base_configured_dirs(tmp_path: Path) -> None:
+    """The base's lease_dir is where lease check looks, from any directory of the checkout."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.test"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    (repo / "pyproject.toml").write_text(
         '[tool.flakecore]\nlease_dir = "state/leases"\nledger_dir = "state/ledger"\n'
     )
-    store(tmp_path / "state" / "leases", lease_record(expires_at=NOW_TEXT))
-    done = cli("lease", "check", "--now", NOW_TEXT, cwd=tmp_path)
+    store(repo / "state" / "leases", lease_record(expires_at=NOW_TEXT))
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    done = cli("lease", "check", "--now", NOW_TEXT, "--base", "main", cwd=repo)
     assert done.returncode == EXIT_INVALID_RECORDS, done.stdout + done.stderr
-    assert cli("lease", "check", "--now", NOW_TEXT, cwd=tmp_path / "state").returncode == 8
+    assert "not after now" in done.stdout
+    assert "policy from base" in done.stderr
+    inner = cli("lease", "check", "--now", NOW_TEXT, "--base", "main", cwd=repo / "state")
+    assert inner.returncode == EXIT_INVALID_RECORDS
 
 
 def test_no_renewal_anywhere(tmp_path: Path) -> None:
     """Checking an expired lease or applying the ledger never extends an expiry."""
     leases, ledger = valid_set(tmp_path)
     before = listing(tmp_path)
-    assert cli("lease", "check", str(leases), str(ledger), "--now", "2027-01-01T00:00:00Z",
-               "--no-config").returncode == EXIT_INVALID_RECORDS  # fmt: skip
+    assert on_base("lease", "check", str(leases), str(ledger), "--now",
+                   "2027-01-01T00:00:00Z").returncode == EXIT_INVALID_RECORDS  # fmt: skip
     assert listing(tmp_path) == before
 
 
@@ -625,8 +616,8 @@ def test_ledger_apply_row_passes_lease_check(tmp_path: Path) -> None:
     )
     assert done.returncode == 0 and "ledger=wrote" in done.stdout
     assert check(ledger).returncode == 0
-    assert cli("lease", "check", str(ledger), "--now", "2026-12-13T00:00:00Z",
-               "--no-config").returncode == EXIT_INVALID_RECORDS  # fmt: skip
+    assert on_base("lease", "check", str(ledger), "--now",
+                   "2026-12-13T00:00:00Z").returncode == EXIT_INVALID_RECORDS  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -12,12 +12,10 @@ from flakecore.gate import config as config_module
 from flakecore.gate.config import (
     CONFIG_KEYS,
     DEFAULT_FIXTURE_GLOBS,
-    GateConfig,
-    find_pyproject,
-    load_config,
     parse_policy_override,
     parse_table,
 )
+from flakecore.gate.policy_source import load_outside_config
 from flakecore.policy import DEFAULT_POLICY, Policy
 from gate.support import AUTHOR, HOST, NOW_TEXT, REVIEWER, TEST_ID, cli, dump, lease_report
 
@@ -100,54 +98,46 @@ def test_table_must_be_a_table() -> None:
         parse_table(["not", "a", "table"])
 
 
-def test_load_config_reads_the_file_and_resolves_dirs(tmp_path: Path) -> None:
-    path = pyproject(tmp_path / "repo", '[tool.flakecore]\nmax_lease_days = 3\nledger_dir = "l"\n')
-    config = load_config(str(path))
+def test_an_outside_config_is_read_and_its_dirs_resolve_in_the_checkout(tmp_path: Path) -> None:
+    path = pyproject(tmp_path / "ci", '[tool.flakecore]\nmax_lease_days = 3\nledger_dir = "l"\n')
+    config = load_outside_config(str(path), checkout=tmp_path / "checkout")
     assert config.policy.max_lease_days == 3
     assert config.source.path == str(path) and config.source.revision is None
-    assert config.resolve(config.ledger_dir) == str(tmp_path / "repo" / "l")
+    assert config.resolve(config.ledger_dir) == str(tmp_path / "checkout" / "l")
 
 
-def test_load_config_without_table_is_defaults(tmp_path: Path) -> None:
+def test_an_outside_config_without_table_is_defaults(tmp_path: Path) -> None:
     path = pyproject(tmp_path, '[project]\nname = "x"\n')
-    assert load_config(str(path)).policy == DEFAULT_POLICY
-
-
-def test_discovery_walks_up_to_the_repository_root(tmp_path: Path) -> None:
-    root = tmp_path / "repo"
-    pyproject(root, "[tool.flakecore]\nmax_lease_days = 2\n")
-    sub = root / "a" / "b"
-    sub.mkdir(parents=True)
-    assert find_pyproject(str(sub)) == str(root / "pyproject.toml")
-    assert load_config(start=str(sub)).policy.max_lease_days == 2
-    inner = root / "inner"
-    (inner / ".git").mkdir(parents=True)
-    assert find_pyproject(str(inner)) is None, "the search stops at the repository root"
+    config = load_outside_config(str(path), checkout=tmp_path / "checkout")
+    assert config.policy == DEFAULT_POLICY
 
 
 def test_invalid_toml_and_missing_file(tmp_path: Path) -> None:
     path = pyproject(tmp_path, "[tool.flakecore\nmax = \n")
+    elsewhere = tmp_path / "checkout"
     with pytest.raises(InputError, match="invalid TOML"):
-        load_config(str(path))
+        load_outside_config(str(path), checkout=elsewhere)
     with pytest.raises(InputError, match="no such file"):
-        load_config(str(tmp_path / "missing.toml"))
+        load_outside_config(str(tmp_path / "missing.toml"), checkout=elsewhere)
 
 
-def test_without_a_toml_parser_a_flakecore_table_is_refused(
+def test_without_a_toml_parser_a_config_file_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Python 3.10 without tomli: never run on defaults looser than the repository's policy."""
     monkeypatch.setattr(config_module, "_loader", lambda: None)
-    configured = pyproject(tmp_path / "a", "[tool.flakecore]\nmax_lease_days = 3\n")
-    with pytest.raises(UsageError, match="tomli"):
-        load_config(start=str(configured.parent))
-    dotted = pyproject(tmp_path / "b", "[tool]\nflakecore.max_lease_days = 3\n")
-    with pytest.raises(UsageError, match="tomli"):
-        load_config(start=str(dotted.parent))
-    other = pyproject(tmp_path / "c", '[project]\nname = "flakecore"\n[tool.ruff]\nx = 1\n')
-    assert load_config(start=str(other.parent)) == GateConfig(root=str(other.parent))
-    with pytest.raises(UsageError, match="tomli"):
-        load_config(str(other))
+    elsewhere = tmp_path / "checkout"
+    for name, body in (
+        ("a", "[tool.flakecore]\nmax_lease_days = 3\n"),
+        ("b", "[tool]\nflakecore.max_lease_days = 3\n"),
+        ("c", '[project]\nname = "flakecore"\n[tool.ruff]\nx = 1\n'),
+    ):
+        path = pyproject(tmp_path / name, body)
+        with pytest.raises(UsageError, match="tomli"):
+            load_outside_config(str(path), checkout=elsewhere)
+    assert config_module.mentions_flakecore(b"[tool.flakecore]\n")
+    assert config_module.mentions_flakecore(b"[tool]\nflakecore.max_lease_days = 3\n")
+    assert not config_module.mentions_flakecore(b'[project]\nname = "flakecore"\n')
 
 
 @pytest.mark.parametrize(
@@ -180,44 +170,67 @@ def test_bad_policy_overrides(text: str) -> None:
 # --------------------------------------------------------------------------- precedence via the CLI
 
 
-def _open(tmp_path: Path, *extra: str) -> int:
-    report = dump(tmp_path / "report.json", lease_report())
+def _open(cwd: Path, *extra: str) -> int:
+    report = dump(cwd.parent / "report.json", lease_report())
     done = cli(
         "lease", "open", "--report", report, "--test-id", TEST_ID, "--replay-host", HOST,
         "--accepted-by", REVIEWER, "--patch-author", AUTHOR, "--now", NOW_TEXT, *extra,
-        cwd=tmp_path,
+        cwd=cwd,
     )  # fmt: skip
     return done.returncode
 
 
-def test_config_then_flags(tmp_path: Path) -> None:
-    """The report's expiry is 7 days out: a 3-day repository policy refuses it, a flag allows it."""
-    pyproject(tmp_path, "[tool.flakecore]\nmax_lease_days = 3\nlease_dir = 'my-leases'\n")
-    assert _open(tmp_path) == 6
-    assert not (tmp_path / "my-leases").exists()
-    assert _open(tmp_path, "--policy", "max_lease_days=14") == 0
-    assert len(list((tmp_path / "my-leases").iterdir())) == 1
-    assert _open(tmp_path, "--no-config", "--dir", "flagdir") == 0
-    assert (tmp_path / "flagdir").is_dir()
+def test_the_working_tree_pyproject_is_never_policy(tmp_path: Path) -> None:
+    """A 3-day table in the checkout is not read: without a source lease open refuses (64)."""
+    work = tmp_path / "work"
+    pyproject(work, "[tool.flakecore]\nmax_lease_days = 3\nlease_dir = 'my-leases'\n")
+    assert _open(work) == 64
+    assert _open(work, "--no-config", "--dir", "flagdir") == 0, "the defaults allow 7 days"
+    assert (work / "flagdir").is_dir() and not (work / "my-leases").exists()
 
 
-def test_config_file_flag(tmp_path: Path) -> None:
-    other = pyproject(tmp_path / "conf", "[tool.flakecore]\nmax_lease_days = 3\n")
-    assert _open(tmp_path, "--config", str(other), "--dir", "d") == 6
+def test_config_outside_the_checkout_then_flags(tmp_path: Path) -> None:
+    """The report's expiry is 7 days out: a 3-day CI policy refuses it, a flag allows it."""
+    work = tmp_path / "work"
+    work.mkdir()
+    ci = pyproject(
+        tmp_path / "ci", "[tool.flakecore]\nmax_lease_days = 3\nlease_dir = 'my-leases'\n"
+    )
+    assert _open(work, "--config", str(ci)) == 6
+    assert not (work / "my-leases").exists()
+    assert _open(work, "--config", str(ci), "--policy", "max_lease_days=14") == 0
+    assert len(list((work / "my-leases").iterdir())) == 1
+
+
+def test_config_inside_the_checkout_is_refused(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    inside = pyproject(work / "conf", "[tool.flakecore]\nmax_lease_days = 3\n")
+    assert _open(work, "--config", str(inside), "--dir", "d") == 64
+    linked = tmp_path / "linked.toml"
+    linked.symlink_to(inside)
+    assert _open(work, "--config", str(linked), "--dir", "d") == 64, "through a link too"
 
 
 def test_decisions_record_the_policy_used(tmp_path: Path) -> None:
-    pyproject(tmp_path, "[tool.flakecore]\nmin_seed_budget = 9\n")
+    ci = pyproject(tmp_path / "ci", "[tool.flakecore]\nmin_seed_budget = 9\n")
     packet = dump(tmp_path / "b.json", {"test_id": "t", "parent_digest": "a" * 64,
         "head_digest": "a" * 64, "property_holds": True, "seeds": list(range(8)),
         "passes": 3, "budget": 8})  # fmt: skip
-    done = cli("budget", packet, "--json", cwd=tmp_path)
+    done = cli("budget", packet, "--json", "--config", str(ci), cwd=tmp_path / "ci")
+    assert done.returncode == 64, "a --config inside the directory it runs in is refused"
+    done = cli("budget", packet, "--json", "--config", str(ci))
     decision = json.loads(done.stdout)
     assert decision["code"] == "INSUFFICIENT_BUDGET"
     assert decision["policy_values"]["min_seed_budget"] == 9
-    done = cli("budget", packet, "--json", "--policy", "min_seed_budget=8", cwd=tmp_path)
-    assert json.loads(done.stdout)["policy_values"]["min_seed_budget"] == 8
+    assert decision["policy_source"]["path"] == str(ci)
+    assert decision["policy_source"]["revision"] is None
+    done = cli("budget", packet, "--json", "--config", str(ci), "--policy", "min_seed_budget=8")
+    decision = json.loads(done.stdout)
+    assert decision["policy_values"]["min_seed_budget"] == 8
+    assert decision["policy_source"]["overrides"] == ["min_seed_budget"]
     assert done.returncode == 0
+    done = cli("budget", packet, "--json")
+    assert json.loads(done.stdout)["policy_source"]["path"] is None, "no source: the defaults"
 
 
 @pytest.mark.parametrize(
@@ -229,16 +242,16 @@ def test_decisions_record_the_policy_used(tmp_path: Path) -> None:
     ],
 )
 def test_bad_config_on_the_command_line(tmp_path: Path, body: str, code: int, needle: str) -> None:
-    pyproject(tmp_path, body)
-    for args in (("budget", "x.json"), ("lease", "check"), ("guard", "--base", "main")):
-        done = cli(*args, cwd=tmp_path)
+    ci = pyproject(tmp_path / "ci", body)
+    for args in (("budget", "x.json"), ("lease", "check")):
+        done = cli(*args, "--config", str(ci))
         assert done.returncode == code, (args, done.stderr)
         assert needle in done.stderr
 
 
 def test_missing_config_file_and_conflicting_flags(tmp_path: Path) -> None:
-    assert cli("lease", "check", "--config", "nope.toml", cwd=tmp_path).returncode == 66
-    done = cli("lease", "check", "--config", "x.toml", "--no-config", cwd=tmp_path)
+    assert cli("lease", "check", "--config", str(tmp_path / "nope.toml")).returncode == 66
+    done = cli("lease", "check", "--config", str(tmp_path / "x.toml"), "--no-config")
     assert done.returncode == 64
 
 

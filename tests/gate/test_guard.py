@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Mapping
@@ -184,18 +185,35 @@ def test_flags_replace_the_globs(repo: Path) -> None:
     assert '"tripped":true' in done.stdout
 
 
-def test_globs_from_the_config(repo: Path) -> None:
-    write(
-        repo,
-        "pyproject.toml",
-        '[tool.flakecore]\nledger_dir = "state/ledger"\nlease_dir = "state/leases"\n'
-        'fixture_globs = ["golden/*"]\n',
-    )
+_MOVED = (
+    '[tool.flakecore]\nledger_dir = "state/ledger"\nlease_dir = "state/leases"\n'
+    'fixture_globs = ["golden/*"]\n'
+)
+
+
+def test_globs_from_the_base_config(repo: Path) -> None:
+    """The base's table says where the ledger is and what a fixture is."""
+    git(repo, "checkout", "-q", "main")
+    write(repo, "pyproject.toml", _MOVED)
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "config")
+    git(repo, "checkout", "-q", "feature")
+    git(repo, "merge", "-q", "main")
     commit(repo, {"golden/out.txt": "1\n", "state/leases/x.json": "{}\n"})
+    done = cli("guard", "--base", "main", "--repo", str(repo), "--json")
+    assert done.returncode == EXIT_GUARD_TRIPPED, done.stdout + done.stderr
+    source = json.loads(done.stdout)["policy_source"]
+    assert source["revision"] == git(repo, "rev-parse", "main").strip()
+    assert source["path"] == "pyproject.toml"
+
+
+def test_the_patch_cannot_move_the_globs(repo: Path) -> None:
+    """The same table in the patch itself is not policy: the default globs still trip."""
+    write(repo, "pyproject.toml", '[tool.flakecore]\nfixture_globs = ["nothing"]\n')
+    commit(repo, {"tests/fixtures/data.json": '{"n": 2}\n', ".flakecore/leases/x.json": "{}\n"})
     done = cli("guard", "--base", "main", "--repo", str(repo))
     assert done.returncode == EXIT_GUARD_TRIPPED, done.stdout + done.stderr
+    assert "differs from base" in done.stderr
 
 
 GLOBS = [

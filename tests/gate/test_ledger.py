@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 from identities import IDENTITIES
 from packets import decide_packet
 
-from flakecore.codes import BudgetCode
+from flakecore.codes import BudgetCode, TrustReason
 from flakecore.errors import InputError, UsageError
+from flakecore.gate.basetrust import RecordTrust
 from flakecore.gate.ledger import (
     apply_budget,
     check_directory,
@@ -32,7 +33,17 @@ from flakecore.gate.ledger import (
 from flakecore.gate.seedrun import BUDGET_RUN_FORMAT, observation_packet
 from flakecore.policy import Policy
 from flakecore.timeutil import format_rfc3339
-from gate.support import HOST, NOW, TEST_ID, budget_packet, lease_record, listing, row_record, store
+from gate.support import (
+    HOST,
+    NOW,
+    OWN_OUTPUT,
+    TEST_ID,
+    budget_packet,
+    lease_record,
+    listing,
+    row_record,
+    store,
+)
 
 TODAY = NOW.date()
 NAME = record_file_name(TEST_ID)
@@ -189,7 +200,7 @@ def test_check_directory_valid_set(tmp_path: Path) -> None:
     store(tmp_path, row_record(test_id="other"))
     (tmp_path / ".gitkeep").write_text("")
     (tmp_path / f".{NAME}.1234.tmp").write_text("{half")
-    checks = check_directory(str(tmp_path), now=NOW)
+    checks = check_directory(str(tmp_path), trust=OWN_OUTPUT, now=NOW)
     assert sorted(c.kind for c in checks) == ["lease", "ledger-row"]
     assert all(c.valid for c in checks), [c.problems for c in checks]
 
@@ -199,7 +210,7 @@ def test_check_directory_valid_set(tmp_path: Path) -> None:
     [
         (NAME, b"{not json", "invalid JSON"),
         (NAME, b'{"a": 1, "a": 2}', "duplicate key"),
-        (NAME, b"[]", "expected a JSON object"),
+        (NAME, b"[]", "a JSON object"),
         (NAME, b'{"format": "flakecore.freeze-record", "test_id": "x"}', "not a lease"),
         ("notes.txt", b"hello", "not a record file"),
         ("0" * 64 + ".json", json.dumps(lease_record()).encode(), "file name is not"),
@@ -209,22 +220,32 @@ def test_check_directory_flags_bad_files(
     tmp_path: Path, name: str, body: bytes, reason: str
 ) -> None:
     (tmp_path / name).write_bytes(body)
-    (checked,) = check_directory(str(tmp_path), now=NOW)
+    (checked,) = check_directory(str(tmp_path), trust=OWN_OUTPUT, now=NOW)
     assert not checked.valid and any(reason in p for p in checked.problems), checked.problems
+
+
+def test_the_same_directory_in_a_checkout_counts_nothing(tmp_path: Path) -> None:
+    """No base and no keys: a record inside the checkout is the patch's, whatever it says."""
+    store(tmp_path, lease_record())
+    (checked,) = check_directory(str(tmp_path), trust=RecordTrust(checkout=tmp_path), now=NOW)
+    assert not checked.valid and checked.kind == "lease"
+    assert checked.trust is not None and checked.trust.reason is TrustReason.NOT_SIGNED
+    trust = checked.to_json()["trust"]
+    assert isinstance(trust, dict) and trust["reason"] == "NOT_SIGNED"
 
 
 def test_check_directory_flags_subdirectories(tmp_path: Path) -> None:
     (tmp_path / "nested").mkdir()
-    (checked,) = check_directory(str(tmp_path), now=NOW)
+    (checked,) = check_directory(str(tmp_path), trust=OWN_OUTPUT, now=NOW)
     assert not checked.valid
 
 
 def test_check_directory_unreadable(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no such file"):
-        check_directory(str(tmp_path / "missing"), now=NOW)
+        check_directory(str(tmp_path / "missing"), trust=OWN_OUTPUT, now=NOW)
     (tmp_path / "file").write_text("")
     with pytest.raises(InputError, match="not a directory"):
-        check_directory(str(tmp_path / "file"), now=NOW)
+        check_directory(str(tmp_path / "file"), trust=OWN_OUTPUT, now=NOW)
 
 
 def test_stored_decide_packet_is_bound_to_its_patch() -> None:
@@ -272,7 +293,7 @@ def test_no_defective_lease_ever_passes_the_directory_check(defect: dict[str, ob
     """What ``lease check`` runs: a stored lease with any of these defects is reported."""
     with tempfile.TemporaryDirectory() as tmp:
         store(Path(tmp), lease_record(**defect))
-        (checked,) = check_directory(tmp, now=NOW)
+        (checked,) = check_directory(tmp, trust=OWN_OUTPUT, now=NOW)
         assert not checked.valid and checked.kind == "lease"
 
 
@@ -284,7 +305,7 @@ def test_a_sound_lease_passes_the_directory_check(offset: int, owner: str) -> No
     with tempfile.TemporaryDirectory() as tmp:
         expiry = (NOW + dt.timedelta(seconds=offset)).isoformat()
         store(Path(tmp), lease_record(owner=owner, expires_at=expiry))
-        (checked,) = check_directory(tmp, now=NOW)
+        (checked,) = check_directory(tmp, trust=OWN_OUTPUT, now=NOW)
         assert checked.valid, checked.problems
 
 

@@ -18,7 +18,7 @@ from flakecore.cli._github import (
     markdown_cell,
     summary_markdown,
 )
-from gate.support import NOW_TEXT, cli, dump, lease_record, store
+from gate.support import NOW_TEXT, cli, dump, lease_record, on_base, store
 
 
 @pytest.mark.parametrize(
@@ -164,8 +164,8 @@ def test_lease_check_github(tmp_path: Path) -> None:
     leases = tmp_path / "leases"
     store(leases, lease_record(expires_at="2026-11-29T12:00:00Z"))
     summary = tmp_path / "summary.md"
-    done = cli("lease", "check", str(leases), "--now", NOW_TEXT, "--format", "github",
-               "--no-config", env={"GITHUB_STEP_SUMMARY": str(summary)})  # fmt: skip
+    done = on_base("lease", "check", str(leases), "--now", NOW_TEXT, "--format", "github",
+                   env={"GITHUB_STEP_SUMMARY": str(summary)})  # fmt: skip
     assert done.returncode == 8
     (line,) = _lines(done.stdout)
     assert line.startswith("::error file=") and "INVALID" in line

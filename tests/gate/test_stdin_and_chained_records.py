@@ -18,10 +18,13 @@ from gate.support import (
     OTHER_HOST,
     PATCH,
     TEST_ID,
+    base_checkout,
     cli,
     dump,
     lease_record,
+    on_base,
     row_record,
+    run_record,
     store,
 )
 
@@ -31,7 +34,7 @@ BUDGET_JSON = REPO / "schemas" / "examples" / "valid" / "budget-run-flake-candid
 BUDGET_TEST = "tests.test_prop::test_property"
 
 
-def piped(*args: str, stdin: bytes) -> subprocess.CompletedProcess[str]:
+def piped(*args: str, stdin: bytes, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
     return subprocess.run(
         [sys.executable, "-m", "flakecore", *args],
@@ -40,6 +43,7 @@ def piped(*args: str, stdin: bytes) -> subprocess.CompletedProcess[str]:
         text=True,
         check=False,
         env=environ,
+        cwd=cwd,
     )
 
 
@@ -80,7 +84,8 @@ def test_ledger_apply_writes_the_row_of_budget_json_and_refuses_a_tampered_one(
     bad = cli("ledger", "apply", tampered(tmp_path), *args)
     assert bad.returncode == 1 and json.loads(bad.stdout)["action"] == "refused"
     assert not ledger.exists()
-    done = cli("ledger", "apply", str(BUDGET_JSON), *args)
+    # The example lives in this repository: run where it is outside the scored checkout.
+    done = on_base("ledger", "apply", str(BUDGET_JSON), *args)
     assert done.returncode == 0, done.stderr
     row = json.loads((ledger / record_file_name(BUDGET_TEST)).read_text())
     assert (row["passes"], row["budget"], row["expires_on"]) == (5, 8, "2026-12-14")
@@ -94,19 +99,6 @@ def test_ledger_apply_reads_json_lines_on_stdin(tmp_path: Path) -> None:
     assert done.returncode == 6  # the first non-zero exit: the second packet is STABLE_PASS
     actions = [(json.loads(x)["input"], json.loads(x)["action"]) for x in done.stdout.splitlines()]
     assert actions == [("-:1", "wrote"), ("-:2", "deleted")]
-
-
-def run_record(runner: str) -> dict[str, object]:
-    return {
-        "format": "flakecore.run-record",
-        "format_version": "1.0",
-        "runner_id": runner,
-        "class": "flake_shaped",
-        "fixture_hash": "b" * 64,
-        "input_hash": "c" * 64,
-        "completed": True,
-        "property_cohort_passed": True,
-    }
 
 
 def packet_args(local: str, clean: str) -> tuple[str, ...]:
@@ -129,16 +121,18 @@ def test_packet_reads_one_run_record_from_stdin(tmp_path: Path) -> None:
 
 def test_lease_show_reads_stdin(tmp_path: Path) -> None:
     stdin = store(tmp_path, lease_record()).read_bytes()
-    done = piped("lease", "show", "-", "--now", NOW_TEXT, "--no-config", stdin=stdin)
+    root, base = base_checkout()
+    show = ("lease", "show", "-", "--base", base)
+    done = piped(*show, "--now", NOW_TEXT, stdin=stdin, cwd=root)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("class=flake property=pass pin=match")
-    later = piped("lease", "show", "-", "--now", "2027-01-01T00:00:00Z", "--no-config", stdin=stdin)
+    later = piped(*show, "--now", "2027-01-01T00:00:00Z", stdin=stdin, cwd=root)
     assert later.returncode == EXIT_INVALID_RECORDS
 
 
 def test_lease_show_on_a_ledger_row_says_what_the_file_is_in_one_line(tmp_path: Path) -> None:
     path = store(tmp_path, row_record())
-    done = cli("lease", "show", str(path), "--now", NOW_TEXT, "--no-config")
+    done = on_base("lease", "show", str(path), "--now", NOW_TEXT)
     assert done.returncode == 65 and done.stdout == ""
     assert done.stderr.count("\n") == 1
     assert f"{path}: a ledger-row record ('flakecore.ledger-row'), not a lease" in done.stderr

@@ -257,7 +257,7 @@ def test_without_a_base_only_a_signed_lease_counts(
     unsigned = store(pytester.path, record)
     refused = run(pytester, "--flakecore-config", str(config))
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
-    refused.stderr.fnmatch_lines(["*MALFORMED_ENVELOPE*only a signed lease counts*"])
+    refused.stderr.fnmatch_lines(["*NOT_SIGNED*no base revision*not signed*"])
     signer = load_signer(keyid="ci-policy", checkout=pytester.path, key_file=pem)
     unsigned.write_text(json.dumps(sign_record(record, kind="lease", signer=signer)))
     result = run(pytester, "--flakecore-config", str(config))

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from flakecore.digest import canonical_json_sha256
 from flakecore.errors import UsageError
-from flakecore.gate.config import load_config, parse_table
+from flakecore.gate.config import parse_table
 from flakecore.policy import EMPTY_TABLE_SHA256
 from flakecore.trust import TrustedKey
 
@@ -68,15 +66,3 @@ def test_flags_are_named_in_the_source() -> None:
     assert flagged.source.revision == "1" * 40
     assert flagged.source.sha256 == config.source.sha256
     assert config.with_policy({}).source.overrides == ()
-
-
-def test_the_working_tree_loader_never_trusts_keys(tmp_path: Path) -> None:
-    """The working tree is what the patch wrote: its keys are parsed strictly, then dropped."""
-    path = tmp_path / "pyproject.toml"
-    path.write_text(f'[tool.flakecore.trust.keys]\nci-local = "{PUB_A}"\n')
-    config = load_config(str(path))
-    assert config.trusted_keys == ()
-    assert config.source.revision is None and config.source.path == str(path)
-    path.write_text('[tool.flakecore.trust.keys]\nci-local = "not a key"\n')
-    with pytest.raises(UsageError, match="ed25519"):
-        load_config(str(path))

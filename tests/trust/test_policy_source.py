@@ -11,7 +11,7 @@ from packets import admit_packet
 from flakecore import AdmitCode, admit, validation
 from flakecore.digest import canonical_json_sha256
 from flakecore.errors import InputError, UsageError
-from flakecore.gate.config import load_config
+from flakecore.gate.config import flakecore_table, parse_table, parse_toml
 from flakecore.gate.policy_source import (
     compare_scored_table,
     load_outside_config,
@@ -49,7 +49,9 @@ def test_the_patchs_attempt_cap_does_not_count(checkout: Checkout) -> None:
     """The patch raises attempt_cap to farm a miss: base's cap decides, and the decision says so."""
     checkout.write("pyproject.toml", BASE_TOML.replace("attempt_cap = 5", "attempt_cap = 1000"))
     checkout.commit("raise the cap")
-    patched = load_config(start=str(checkout.top))
+    document = parse_toml((checkout.top / "pyproject.toml").read_bytes(), source="patched")
+    assert document is not None
+    patched = parse_table(flakecore_table(document))
     assert admit(FARMING, policy=patched.policy).code is AdmitCode.ACCEPT_PREEXISTING
 
     trusted = compare_scored_table(load_trusted_config(checkout.top, "main"), checkout=checkout.top)
