@@ -211,14 +211,14 @@ class _Progress:
             sys.stderr.flush()
 
 
-def _lease_hint(verdict: TestVerdict, args: argparse.Namespace, host: str) -> list[str]:
+def _lease_hint(verdict: TestVerdict, args: argparse.Namespace, host: str, base: str) -> list[str]:
     proposal = verdict.records.get("lease-proposal")
     if proposal is None:
         return []
     author = shlex.quote(args.patch_author) if args.patch_author else "<the patch's author>"
     command = shlex.join(
-        ["flakecore", "lease", "open", "--report", proposal, "--test-id", verdict.test_id,
-         "--replay-host", host, "--patch-author"]
+        ["flakecore", "lease", "open", "--base", base, "--report", proposal,
+         "--test-id", verdict.test_id, "--replay-host", host, "--patch-author"]
     )  # fmt: skip
     return [
         f"lease proposal for {flat(verdict.test_id)}: the acceptor (a reviewer, or a policy "
@@ -228,7 +228,7 @@ def _lease_hint(verdict: TestVerdict, args: argparse.Namespace, host: str) -> li
     ]
 
 
-def _result(verdict: TestVerdict, args: argparse.Namespace, host: str) -> Result:
+def _result(verdict: TestVerdict, args: argparse.Namespace, host: str, base: str) -> Result:
     exit_code = TRIAGE_EXIT[verdict.verdict]
     evidence = ", ".join(verdict.evidence) or "-"
     why = "; ".join(verdict.reasons)
@@ -247,7 +247,7 @@ def _result(verdict: TestVerdict, args: argparse.Namespace, host: str) -> Result
         refused=not verdict.accepted,
         verdict=verdict.verdict.value,
     )
-    return Result(json=data, text=[text], stderr=_lease_hint(verdict, args, host), row=row)
+    return Result(json=data, text=[text], stderr=_lease_hint(verdict, args, host, base), row=row)
 
 
 def _terms(args: argparse.Namespace, config: GateConfig) -> LeaseTerms:
@@ -306,7 +306,7 @@ def _run(args: argparse.Namespace) -> int:
             for verdict in results:
                 if progress is not None:
                     progress.clear()
-                out.emit(_result(verdict, args, host))
+                out.emit(_result(verdict, args, host, request.base_sha))
                 verdicts.append(verdict)
     except Terminated as exc:
         return die(f"stopped by {exc} (worktrees removed, no record written)", 128 + exc.signum)

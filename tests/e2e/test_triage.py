@@ -105,18 +105,19 @@ def test_every_record_is_accepted_as_it_is_by_the_verb_that_reads_it(triaged: An
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert repo.flakecore("attempts", records["attempts"]).returncode == 0
     ledger = repo.flakecore(
-        "ledger", "apply", "--dir", str(out.parent / "ledger"), records["budget"]
+        "ledger", "apply", "--base", "main", "--dir", str(out.parent / "ledger"), records["budget"]
     )
     assert ledger.returncode == 0, ledger.stdout + ledger.stderr
     opened = repo.flakecore(
         "lease", "open", "--report", records["lease-proposal"], "--test-id", FLAKE,
         "--replay-host", "img:local-uncontainerized+nonce:0123456789abcdef",
         "--patch-author", "coding-agent-7", "--accepted-by", "reviewer-jane",
-        "--dir", str(out.parent / "leases"),
+        "--dir", str(out.parent / "leases"), "--base", "main",
     )  # fmt: skip
     assert opened.returncode == 0, opened.stdout + opened.stderr
     assert "owner=team-search" in opened.stdout
-    assert repo.flakecore("lease", "check", str(out.parent / "leases")).returncode == 0
+    checked = repo.flakecore("lease", "check", "--base", "main", str(out.parent / "leases"))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def test_signed_records_verify_with_the_trusted_key(triaged: Any) -> None:
