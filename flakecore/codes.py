@@ -20,6 +20,7 @@ __all__ = [
     "LogStatus",
     "Outcome",
     "PolicyName",
+    "TriageVerdict",
     "TrustReason",
 ]
 
@@ -162,3 +163,18 @@ class TrustReason(str, enum.Enum):
     INVALID_RECORD = "INVALID_RECORD"  # the signed record is not a valid record of its kind
     NOT_SIGNED = "NOT_SIGNED"  # a signer was required (a clean run; no base to compare), none
     SAME_SIGNER = "SAME_SIGNER"  # signed only by keys that also signed the other run
+
+
+class TriageVerdict(str, enum.Enum):
+    """What ``flakecore triage`` says about one red test of a patch's CI run.
+
+    Only ``ACCEPT_PREEXISTING`` accepts: every configured policy accepted.
+    The policy code that decided is reported beside it.
+    """
+
+    ACCEPT_PREEXISTING = "ACCEPT_PREEXISTING"  # base already missed it; every policy agrees
+    REJECT_PATCH_INTRODUCED = "REJECT_PATCH_INTRODUCED"  # the patch broke it (admit says so)
+    REJECT_TOO_MANY_RED = "REJECT_TOO_MANY_RED"  # more red tests than the policy allows: regression
+    REJECT_POLICY = "REJECT_POLICY"  # another refusal of a configured policy (drift, stable, ...)
+    REJECT_ERROR = "REJECT_ERROR"  # an error or timeout (set-up, collection): never a flake
+    REJECT_INCOMPLETE = "REJECT_INCOMPLETE"  # the evidence cannot decide (no pinned seed, ...)

@@ -8,10 +8,17 @@ evidence said no" is never confused with "the evidence could not be read".
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from flakecore.codes import AdmitCode, BudgetCode, ClassifyClass, DecideCode, LogStatus
+from flakecore.codes import (
+    AdmitCode,
+    BudgetCode,
+    ClassifyClass,
+    DecideCode,
+    LogStatus,
+    TriageVerdict,
+)
 
 __all__ = [
     "ADMIT_EXIT",
@@ -31,7 +38,10 @@ __all__ = [
     "EXIT_SOFTWARE",
     "EXIT_USAGE",
     "INPUT_EXITS",
+    "TRIAGE_EXIT",
+    "TRIAGE_NOTHING_RED",
     "VALIDATE_INVALID",
+    "triage_exit",
 ]
 
 EXIT_OK = 0
@@ -114,3 +124,28 @@ EXIT_LEASE_REFUSED = 7
 EXIT_INVALID_RECORDS = 8
 #: ``guard``: one diff touches both fixture/oracle/test paths and ledger/lease paths.
 EXIT_GUARD_TRIPPED = 9
+
+
+#: ``triage``: each red test's verdict, and its exit.  A run exits with the exit of
+#: its most serious verdict, in this order (a regression first, then the rest).
+TRIAGE_EXIT: Mapping[TriageVerdict, int] = MappingProxyType(
+    {
+        TriageVerdict.REJECT_TOO_MANY_RED: 10,
+        TriageVerdict.REJECT_PATCH_INTRODUCED: 4,
+        TriageVerdict.REJECT_POLICY: 5,
+        TriageVerdict.REJECT_ERROR: 3,
+        TriageVerdict.REJECT_INCOMPLETE: 1,
+        TriageVerdict.ACCEPT_PREEXISTING: 0,
+    }
+)
+#: ``triage``: the evidence holds no red test, so nothing can be accepted (fail closed:
+#: a run that was red for a reason the evidence does not show must not pass).
+TRIAGE_NOTHING_RED = 11
+
+
+def triage_exit(verdicts: Iterable[TriageVerdict]) -> int:
+    """The exit of a triage run: its most serious verdict's, or 11 when no test was red."""
+    found = set(verdicts)
+    if not found:
+        return TRIAGE_NOTHING_RED
+    return next(TRIAGE_EXIT[v] for v in TRIAGE_EXIT if v in found)

@@ -67,6 +67,8 @@ class Policy:
     """``classify`` and ledger rows: longest lease / row lifetime."""
     max_log_lines: int = attrs.field(default=10_000, validator=_positive)
     """Attempt logs longer than this are refused unread."""
+    max_red_tests: int = attrs.field(default=10, validator=_positive)
+    """``triage``: more red tests in one run than this is a regression, not triaged one by one."""
 
     @property
     def max_lease(self) -> dt.timedelta:

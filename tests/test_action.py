@@ -51,6 +51,17 @@ def run_action(tmp_path: Path, verb: str, args: list[str], **inputs: str) -> tup
     return done.returncode, done.stdout, output
 
 
+WORKFLOWS = ROOT / "examples" / "github-actions"
+
+
+@pytest.mark.parametrize("name", ["flakecore-gate.yml", "flakecore-accept.yml"])
+def test_the_documented_workflows_are_the_linted_files(name: str) -> None:
+    """docs/github-actions.md shows each workflow whole; the lint session checks the files."""
+    doc = (ROOT / "docs" / "github-actions.md").read_text(encoding="utf-8")
+    text = (WORKFLOWS / name).read_text(encoding="utf-8")
+    assert f"```yaml\n{text}```\n" in doc
+
+
 def test_action_yml_runs_exactly_the_tested_script() -> None:
     text = (ROOT / "action.yml").read_text(encoding="utf-8")
     assert 'run: bash "$GITHUB_ACTION_PATH/action/run.sh"' in text

@@ -33,6 +33,7 @@ VERBS: dict[str, str] = {
     "schema": "_schemas",
     "replay": "_replay",
     "budget-run": "_replay",
+    "triage": "_triage",
     "runner-id": "_runner_id",
     "packet": "_packet",
     "lease": "_lease",

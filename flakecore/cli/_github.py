@@ -86,10 +86,12 @@ class SummaryRow:
     evidence: str
     refused: bool
     file: str | None = None
+    verdict: str | None = None
+    """The verdict column when a verb has a finer one than accepted/refused (``triage``)."""
 
     def cells(self) -> tuple[str, ...]:
         """The cells, in column order."""
-        verdict = "refused" if self.refused else "accepted"
+        verdict = self.verdict or ("refused" if self.refused else "accepted")
         return (
             self.test,
             self.policy,

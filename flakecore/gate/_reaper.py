@@ -90,9 +90,9 @@ def become_subreaper() -> bool:
     return _prctl(_PR_SET_CHILD_SUBREAPER, 1) and os.path.isdir("/proc/self")
 
 
-def _parents() -> dict[int, int]:
-    """``{pid: parent pid}`` for every process ``/proc`` shows."""
-    parents: dict[int, int] = {}
+def _parents() -> dict[int, tuple[int, int]]:
+    """``{pid: (parent pid, session id)}`` for every process ``/proc`` shows."""
+    parents: dict[int, tuple[int, int]] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -101,11 +101,25 @@ def _parents() -> dict[int, int]:
                 stat = fh.read()
         except OSError:  # gone meanwhile
             continue
-        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 1:
-            parents[int(name)] = int(fields[1])
+        fields = _fields(stat)  # "state ppid pgrp session ..."
+        if len(fields) > 3:
+            parents[int(name)] = (int(fields[1]), int(fields[3]))
     return parents
+
+
+def _fields(stat: bytes) -> list[bytes]:
+    """The fields of ``/proc/PID/stat`` after ``comm`` (which may hold spaces and parentheses)."""
+    return stat[stat.rfind(b")") + 2 :].split()
+
+
+def _session(pid: int) -> int | None:
+    """The session of ``pid`` (None: it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = _fields(fh.read())
+    except OSError:
+        return None
+    return int(fields[3]) if len(fields) > 3 else None
 
 
 def _children(pid: int) -> list[int] | None:
@@ -133,16 +147,24 @@ def _children(pid: int) -> list[int] | None:
     return found
 
 
-def _children_by_walk(root: int) -> Mapping[int, list[int]]:
+def _children_by_walk(spare_session: int | None) -> Mapping[int, list[int]]:
     """Every process's children, from ``/proc/*/stat`` (a kernel without ``children`` files)."""
     children: dict[int, list[int]] = {}
-    for pid, parent in _parents().items():
-        children.setdefault(parent, []).append(pid)
+    for pid, (parent, session) in _parents().items():
+        if session != spare_session:
+            children.setdefault(parent, []).append(pid)
     return children
 
 
-def descendants(root: int, *, skip: Collection[int] = ()) -> list[int]:
+def descendants(
+    root: int, *, skip: Collection[int] = (), spare_session: int | None = None
+) -> list[int]:
     """Every process below ``root`` (children first), not entering the subtrees of ``skip``.
+
+    With ``spare_session``, processes of that session (and what is below them)
+    are left out too: an attempt runs in sessions of its own (its reaper's and
+    the command's), so a process still in ``root``'s own session was started
+    by ``root`` itself -- another thread's git, say -- and is nobody's orphan.
 
     Read from each process's ``children`` files: only the tree below
     ``root`` is read, not every process of the machine.  Where the kernel
@@ -157,7 +179,9 @@ def descendants(root: int, *, skip: Collection[int] = ()) -> list[int]:
         if walked is None:
             below = _children(pid)
             if below is None:
-                walked = _children_by_walk(root)
+                walked = _children_by_walk(spare_session)
+            elif spare_session is not None:
+                below = [c for c in below if _session(c) != spare_session]
         if walked is not None:
             below = walked.get(pid, [])
         assert below is not None
@@ -182,7 +206,12 @@ def _reap(pids: Collection[int], *, any_child: bool) -> None:
 
 
 def end_descendants(
-    root: int, *, skip: Collection[int] = (), any_child: bool, limit_s: float = SWEEP_LIMIT_S
+    root: int,
+    *,
+    skip: Collection[int] = (),
+    any_child: bool,
+    limit_s: float = SWEEP_LIMIT_S,
+    spare_session: int | None = None,
 ) -> list[int]:
     """SIGKILL every descendant of ``root`` and reap them until none is left.
 
@@ -193,7 +222,7 @@ def end_descendants(
     """
     deadline = time.monotonic() + limit_s
     while True:
-        found = descendants(root, skip=skip)
+        found = descendants(root, skip=skip, spare_session=spare_session)
         refused = set()
         for pid in found:
             try:
@@ -206,7 +235,7 @@ def end_descendants(
         if not found:
             return []
         if set(found) <= refused or time.monotonic() > deadline:
-            return sorted(descendants(root, skip=skip))
+            return sorted(descendants(root, skip=skip, spare_session=spare_session))
         time.sleep(0.005)
 
 

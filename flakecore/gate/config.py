@@ -21,9 +21,12 @@ subdirectory finds the same ledger.
 The table is only ever read from a *trusted* place -- the base revision, or
 a file CI provides outside the scored checkout
 (:mod:`flakecore.gate.policy_source`) -- never from the working tree, which
-the patch under judgement wrote.  The one nested table is
-``[tool.flakecore.trust.keys]``: key ids mapped to the public keys whose
+the patch under judgement wrote.  Two nested tables exist.
+``[tool.flakecore.trust.keys]`` maps key ids to the public keys whose
 signatures make a record count (``ed25519:<64 hex>``).
+``[tool.flakecore.triage]`` (:class:`TriageConfig`) says how ``flakecore
+triage`` runs one test with one seed, which fixture epoch lock it pins and
+which policies must agree; it is as strict as the rest.
 """
 
 from __future__ import annotations
@@ -50,7 +53,9 @@ __all__ = [
     "DEFAULT_LEDGER_DIR",
     "MAX_CONFIG_BYTES",
     "POLICY_KEYS",
+    "TRIAGE_POLICIES",
     "GateConfig",
+    "TriageConfig",
     "flakecore_table",
     "mentions_flakecore",
     "needs_toml_parser",
@@ -81,10 +86,25 @@ POLICY_KEYS: Final = tuple(a.name for a in attrs.fields(Policy))
 _PATH_KEYS: Final = ("ledger_dir", "lease_dir")
 _GLOB_KEYS: Final = ("fixture_globs", "ledger_globs")
 _TRUST_KEY: Final = "trust"
+_TRIAGE_KEY: Final = "triage"
 #: Every key ``[tool.flakecore]`` may hold.
-CONFIG_KEYS: Final = (*POLICY_KEYS, *_PATH_KEYS, *_GLOB_KEYS, _TRUST_KEY)
+CONFIG_KEYS: Final = (*POLICY_KEYS, *_PATH_KEYS, *_GLOB_KEYS, _TRUST_KEY, _TRIAGE_KEY)
 #: Every key ``[tool.flakecore.trust]`` may hold.
 _TRUST_KEYS: Final = ("keys",)
+#: The policies ``triage`` can run, in the order it runs them; ``replay`` is always one.
+TRIAGE_POLICIES: Final = ("replay", "budget")
+#: Every key ``[tool.flakecore.triage]`` may hold.
+_TRIAGE_KEYS: Final = (
+    "command",
+    "epoch_lock",
+    "policies",
+    "report",
+    "report_format",
+    "setup",
+    "timeout",
+    "fixture",
+    "property_command",
+)
 
 _TOOL_TABLE = re.compile(rb'^[ \t]*(?:\[[ \t]*)?"?tool"?[ \t]*\.[ \t]*"?flakecore\b', re.MULTILINE)
 _TOOL_HEADER = re.compile(rb'^[ \t]*\[[ \t]*"?tool"?[ \t]*\]', re.MULTILINE)
@@ -94,6 +114,39 @@ _INT = re.compile(r"-?[0-9]{1,16}")
 #: A pyproject.toml larger than this is refused, not cut short.
 MAX_CONFIG_BYTES: Final = 1 << 20
 _FLAKECORE_KEY = re.compile(rb'^[ \t]*"?flakecore"?[ \t]*[.=]', re.MULTILINE)
+
+
+@attrs.frozen(kw_only=True)
+class TriageConfig:
+    """``[tool.flakecore.triage]``: how ``flakecore triage`` replays one red test.
+
+    Read only from a trusted configuration in practice (the base revision):
+    the command decides what a replay means, so the patch must not choose it.
+    """
+
+    command: tuple[str, ...]
+    """One test with one seed: ``{test_id}`` and ``{seed}`` are replaced in each argument."""
+    epoch_lock: str
+    """The fixture epoch lock file, relative to the repository top."""
+    policies: tuple[str, ...] = ("replay",)
+    """The policies that must all accept (:data:`TRIAGE_POLICIES`), in that order."""
+    report: str | None = None
+    """A report the command writes (relative to the worktree): judge attempts from it."""
+    report_format: str = "auto"
+    """The report's format for the adapters (``auto`` sniffs it)."""
+    setup: tuple[str, ...] = ()
+    """Run once in the base worktree before the first attempt (the base's own environment)."""
+    timeout_s: float | None = None
+    """Per-attempt wall-clock limit, in seconds."""
+    fixture: str | None = None
+    """The seed budget's fixture (default: the epoch lock)."""
+    property_command: tuple[str, ...] = ()
+    """The seed budget's property check; ``{fixture}`` names the parent fixture."""
+
+    @property
+    def budget_fixture(self) -> str:
+        """The file the seed budget compares between base and head."""
+        return self.fixture if self.fixture is not None else self.epoch_lock
 
 
 @attrs.frozen(kw_only=True)
@@ -112,6 +165,8 @@ class GateConfig:
     ledger_globs: tuple[str, ...] | None = None
     """None: the ledger and lease directories, each followed by ``/*``."""
     trusted_keys: tuple[TrustedKey, ...] = ()
+    triage: TriageConfig | None = None
+    """None: the table has no ``[tool.flakecore.triage]`` (``triage`` refuses to run)."""
     root: str = "."
     source: PolicySource = attrs.field(factory=PolicySource)
 
@@ -177,14 +232,12 @@ def _seeds(key: str, value: object) -> tuple[int, ...]:
     return seeds
 
 
-def _rel_dir(key: str, value: object) -> str:
+def _rel_dir(key: str, value: object, what: str = "directory") -> str:
     if not isinstance(value, str) or not value.strip():
         raise UsageError(f"[tool.flakecore] {key} must be a non-blank string")
     norm = posixpath.normpath(value.replace("\\", "/"))
     if posixpath.isabs(norm) or norm == ".." or norm.startswith("../") or norm == ".":
-        raise UsageError(
-            f"[tool.flakecore] {key} must be a relative directory inside the repository"
-        )
+        raise UsageError(f"[tool.flakecore] {key} must be a relative {what} inside the repository")
     return norm
 
 
@@ -221,6 +274,75 @@ def _trust(value: object) -> tuple[TrustedKey, ...]:
     return tuple(keys)
 
 
+def _words(key: str, value: object, *, needs: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """A command as a non-empty list of non-blank strings holding every placeholder in ``needs``."""
+    if not isinstance(value, list) or not value or not all(isinstance(w, str) for w in value):
+        raise UsageError(f"[tool.flakecore.triage] {key} must be a non-empty list of strings")
+    if not value[0].strip():
+        raise UsageError(f"[tool.flakecore.triage] {key}: the program is blank")
+    for placeholder in needs:
+        if not any(placeholder in word for word in value):
+            raise UsageError(f"[tool.flakecore.triage] {key} must contain {placeholder}")
+    return tuple(value)
+
+
+def _triage_policies(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+        raise UsageError("[tool.flakecore.triage] policies must be a list of policy names")
+    unknown = sorted(set(value) - set(TRIAGE_POLICIES))
+    if unknown:
+        raise UsageError(
+            f"[tool.flakecore.triage] policies: unknown {unknown[0]!r} "
+            f"(known: {', '.join(TRIAGE_POLICIES)})"
+        )
+    if len(set(value)) != len(value) or "replay" not in value:
+        raise UsageError(
+            "[tool.flakecore.triage] policies must name replay (only the base replay shows that "
+            "base already failed), and no policy twice"
+        )
+    return tuple(p for p in TRIAGE_POLICIES if p in value)
+
+
+def _triage(value: object) -> TriageConfig:
+    """``[tool.flakecore.triage]``: closed, every value checked; command and epoch_lock required."""
+    table = _closed_table(value, "tool.flakecore.triage", _TRIAGE_KEYS)
+    for key in ("command", "epoch_lock"):
+        if key not in table:
+            raise UsageError(f"[tool.flakecore.triage] {key} is required")
+    fields: dict[str, Any] = {
+        "command": _words("command", table["command"], needs=("{test_id}", "{seed}")),
+        "epoch_lock": _rel_dir("triage.epoch_lock", table["epoch_lock"], "path"),
+    }
+    if "policies" in table:
+        fields["policies"] = _triage_policies(table["policies"])
+    for key in ("report", "fixture"):
+        if key in table:
+            fields[key] = _rel_dir(f"triage.{key}", table[key], "path")
+    if "report_format" in table:
+        fmt = table["report_format"]
+        if not isinstance(fmt, str) or not fmt.strip():
+            raise UsageError("[tool.flakecore.triage] report_format must be a format name")
+        fields["report_format"] = fmt
+    if "setup" in table:
+        fields["setup"] = _words("setup", table["setup"])
+    if "timeout" in table:
+        timeout = table["timeout"]
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise UsageError("[tool.flakecore.triage] timeout must be a positive number of seconds")
+        fields["timeout_s"] = float(timeout)
+    if "property_command" in table:
+        fields["property_command"] = _words(
+            "property_command", table["property_command"], needs=("{fixture}",)
+        )
+    config = TriageConfig(**fields)
+    if "budget" in config.policies and not config.property_command:
+        raise UsageError(
+            "[tool.flakecore.triage] policies names budget: give property_command "
+            "(the property check on the parent fixture, with {fixture})"
+        )
+    return config
+
+
 def _tname(value: object) -> str:
     return type(value).__name__
 
@@ -251,6 +373,8 @@ def parse_table(
             fields[key] = _globs(key, table[key])
     if _TRUST_KEY in table:
         fields["trusted_keys"] = _trust(table[_TRUST_KEY])
+    if _TRIAGE_KEY in table:
+        fields["triage"] = _triage(table[_TRIAGE_KEY])
     # Every value was checked above, so the table is plain JSON data.
     source = PolicySource(revision=revision, path=path, sha256=canonical_json_sha256(dict(table)))
     config = GateConfig(policy=policy, root=root, source=source, **fields)

@@ -241,11 +241,22 @@ def adopt_orphans() -> bool:
 
 
 def _sweep() -> tuple[int, ...]:
-    """The second line: end what a reaper that died left re-parented to us."""
+    """The second line: end what a reaper that died left re-parented to us.
+
+    Processes in our own session are spared: attempts run in sessions of their
+    own, so those are ours (another thread's git, a reaper being started).
+    """
     if not _second_line:
         return ()
     with _spawning:
-        return tuple(_reaper.end_descendants(os.getpid(), skip=frozenset(_live), any_child=False))
+        return tuple(
+            _reaper.end_descendants(
+                os.getpid(),
+                skip=frozenset(_live),
+                any_child=False,
+                spare_session=os.getsid(0),
+            )
+        )
 
 
 def stop_all() -> None:
@@ -253,8 +264,8 @@ def stop_all() -> None:
 
     For a caller that runs attempts in several threads and was asked to stop
     (a signal reaches only the main thread): each reaper is told to end its
-    attempt, as a timeout would, and every later :func:`run_command` returns
-    at once as a run that could not start.  For the rest of the process.
+    attempt, exactly as a timeout would, and every later :func:`run_command`
+    returns at once as a run that could not start.  For the rest of the process.
     """
     _stopped.set()
     with _spawning:

@@ -2,13 +2,16 @@
 
 Imported only then (by :func:`flakecore_pytest.pytest_configure`), so an
 idle plugin imports neither this nor flakecore.  :class:`Session` is
-registered for the session; each of its methods is one hook, so lease
-enforcement can be added as one more.
+registered for the session; each of its methods is one hook.  Three parts,
+each only when asked for: seed pinning (``--flakecore-seed``, or
+``--flakecore-log`` alone), attempt logs (``--flakecore-log``) and lease
+enforcement (``--flakecore-leases``).
 """
 
 from __future__ import annotations
 
 import builtins
+import datetime as dt
 import hashlib
 import importlib
 import json
@@ -23,7 +26,12 @@ from typing import Any
 import pytest
 
 from flakecore.codes import AttemptResult
-from flakecore.errors import UsageError
+from flakecore.errors import FlakecoreError, UsageError
+from flakecore.gate.basetrust import RecordTrust
+from flakecore.gate.config import GateConfig
+from flakecore.gate.leasedir import trusted_leases
+from flakecore.gate.policy_source import load_outside_config, load_trusted_config
+from flakecore.gate.worktree import repo_toplevel, resolve_commit
 from flakecore.logdir import MAIN_WORKER, LogDirectory
 from flakecore.records import Seed
 from flakecore.seeds import fresh_seed, seed_from_text
@@ -34,16 +42,61 @@ __all__ = ["SEED_ENV", "Session", "attempt_result", "numpy_seed", "register"]
 SEED_ENV = "FLAKECORE_SEED"
 #: Key of the session's seed text in pytest-xdist's ``workerinput``.
 _WORKER_SEED = "flakecore_seed"
+#: Key of the leases that count (``{test id: description}``) in ``workerinput``.
+_WORKER_LEASES = "flakecore_leases"
 _NAME = "flakecore-session"
 
 
-def register(config: pytest.Config, log: str | None, text: str | None) -> None:
-    """Register the session's hooks; a bad option is pytest's usage error (exit 4)."""
+def register(config: pytest.Config) -> None:
+    """Register the session's hooks; a bad option or a lease that does not count is refused.
+
+    Either is pytest's usage error (exit 4) with one line, before any test runs.
+    """
     try:
-        session = Session(config, log, text)
-    except UsageError as exc:
+        session = Session(config)
+    except (FlakecoreError, OSError) as exc:
         raise pytest.UsageError(f"flakecore: {exc}") from None
     config.pluginmanager.register(session, _NAME)
+
+
+def _trusted_config(config: pytest.Config, directory: Path) -> tuple[GateConfig, RecordTrust]:
+    """The configuration leases are judged by (base's table, or a file outside the checkout).
+
+    And what a lease must be to count: byte-identical in base or signed by
+    a trusted key when in the checkout; outside it, signed or CI's own.
+    """
+    base = config.getoption("flakecore_base")
+    outside = config.getoption("flakecore_config")
+    if (base is None) == (outside is None):
+        raise UsageError(
+            "--flakecore-leases needs exactly one of --flakecore-base REF (a lease in the "
+            "checkout counts when base holds it or a trusted key signed it) and "
+            "--flakecore-config FILE (outside the checkout; then a lease in the checkout "
+            "counts only signed)"
+        )
+    top = repo_toplevel(directory if directory.is_dir() else config.invocation_params.dir)
+    if base is None:
+        trusted = load_outside_config(outside, checkout=top)
+        return trusted, RecordTrust(checkout=top, keys=trusted.trusted_keys)
+    sha = resolve_commit(top, base)
+    trusted = load_trusted_config(top, sha)
+    return trusted, RecordTrust(checkout=top, base=sha, keys=trusted.trusted_keys)
+
+
+def _leases(config: pytest.Config, workerinput: dict[str, Any] | None) -> dict[str, str]:
+    """``{test id: the lease's description}`` for every lease that counts (the controller's)."""
+    if workerinput is not None:
+        return dict(workerinput.get(_WORKER_LEASES, {}))
+    option = config.getoption("flakecore_leases")
+    if option is None:
+        if config.getoption("flakecore_base") or config.getoption("flakecore_config"):
+            raise UsageError("--flakecore-base and --flakecore-config go with --flakecore-leases")
+        return {}
+    directory = Path(os.path.relpath(config.invocation_params.dir / option))
+    trusted, trust = _trusted_config(config, directory)
+    now = dt.datetime.now(dt.timezone.utc)
+    leases = trusted_leases(directory, config=trusted, trust=trust, now=now)
+    return {test_id: lease.describe(option) for test_id, lease in leases.items()}
 
 
 def _is_assertion(exc: BaseException) -> bool:
@@ -89,15 +142,20 @@ def numpy_seed(seed: Seed) -> int:
 
 
 class Session:
-    """The plugin's hooks for one session that asked for logs or a seed."""
+    """The plugin's hooks for one session that asked for logs, a seed or leases."""
 
-    def __init__(self, config: pytest.Config, log: str | None, text: str | None) -> None:
+    def __init__(self, config: pytest.Config) -> None:
+        log: str | None = config.getoption("flakecore_log")
+        text: str | None = config.getoption("flakecore_seed")
         workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
         self.worker = MAIN_WORKER if workerinput is None else str(workerinput["workerid"])
         if text is None and workerinput is not None and _WORKER_SEED in workerinput:
             text = str(workerinput[_WORKER_SEED])  # the controller drew it
+        self.seeding = log is not None or text is not None
         self.drawn = text is None
         self.seed: Seed = fresh_seed() if text is None else seed_from_text(text)
+        self.leases = _leases(config, workerinput)
+        self.tolerated: list[str] = []
         self.directory: Path | None = None
         if log is not None:
             self.directory = config.invocation_params.dir / log
@@ -113,29 +171,40 @@ class Session:
         self.pin()
 
     def pin(self) -> None:
-        """Seed every global random source with the session's seed."""
+        """Seed every global random source with the session's seed (when pinning at all)."""
+        if not self.seeding:
+            return
         random.seed(self.seed)
         os.environ[SEED_ENV] = str(self.seed)
         if self.numpy is not None:
             self.numpy.random.seed(numpy_seed(self.seed))
 
-    def pytest_report_header(self) -> str:
-        """Say which seed is pinned (and that it was drawn), and where the logs go."""
-        how = "drawn for this session" if self.drawn else "pinned"
-        again = shlex.quote(str(self.seed))
-        line = f"flakecore: seed {json.dumps(self.seed)} ({how}; again: --flakecore-seed {again})"
-        if self.directory is not None:
-            line += f", attempt logs in {self.directory}"
-        return line
+    def pytest_report_header(self) -> list[str]:
+        """The pinned seed (and whether it was drawn), where the logs go, each lease obeyed."""
+        lines = []
+        if self.seeding:
+            how = "drawn for this session" if self.drawn else "pinned"
+            again = shlex.quote(str(self.seed))
+            seed = json.dumps(self.seed)
+            line = f"flakecore: seed {seed} ({how}; again: --flakecore-seed {again})"
+            if self.directory is not None:
+                line += f", attempt logs in {self.directory}"
+            lines.append(line)
+        lines += [f"flakecore: {test}: {lease}" for test, lease in sorted(self.leases.items())]
+        return lines
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        """pytest-xdist: every worker pins the controller's seed (a drawn one too)."""
-        node.workerinput[_WORKER_SEED] = str(self.seed)
+        """pytest-xdist: every worker pins the controller's seed and obeys its leases."""
+        if self.seeding:
+            node.workerinput[_WORKER_SEED] = str(self.seed)
+        node.workerinput[_WORKER_LEASES] = dict(self.leases)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         """Pin again before each attempt's fixtures run; a Hypothesis test gets the seed too."""
+        if not self.seeding:
+            return
         self.pin()
         hypothesis: Any = sys.modules.get("hypothesis")
         function = getattr(item, "function", None)
@@ -156,7 +225,24 @@ class Session:
         report = yield
         if self.directory is not None:
             self.phase(item.nodeid, report, call)
+        lease = self.leases.get(item.nodeid)
+        if (
+            lease is not None
+            and report.when == "call"
+            and report.failed
+            and attempt_result(report, call) is AttemptResult.MISS
+        ):
+            # The lease's test failed its assertion: an expected failure, named as such.
+            report.outcome = "skipped"
+            report.wasxfail = lease
         return report
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        """Name every failure a lease tolerated, whatever ``-r`` asked for."""
+        for report in terminalreporter.stats.get("xfailed", []):
+            reason = getattr(report, "wasxfail", "")
+            if report.nodeid in self.leases and reason == self.leases[report.nodeid]:
+                terminalreporter.write_line(f"flakecore: tolerated {report.nodeid}: {reason}")
 
     def phase(self, nodeid: str, report: pytest.TestReport, call: pytest.CallInfo[None]) -> None:
         """Fold one phase report into the attempt; write the line at teardown."""

@@ -32,8 +32,10 @@ __all__ = [
     "budget_args",
     "decision",
     "git",
+    "init_repo",
     "make_repo",
     "pytest_command",
+    "run_in",
 ]
 
 PROPERTY_FILE = "tests/test_prop.py"
@@ -77,6 +79,16 @@ _REGRESSION = (
 )
 
 
+def run_in(
+    cwd: Path, argv: Sequence[str], env: Mapping[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """``argv`` in ``cwd`` with ``env``, its output captured as text; never raises on exit."""
+    return subprocess.run(
+        list(argv), cwd=cwd, env=dict(env), capture_output=True, text=True, check=False,
+        timeout=timeout,
+    )  # fmt: skip
+
+
 def git(repo: Path, *args: str) -> str:
     """Run git in ``repo`` (no global config needed) and return stdout."""
     done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
@@ -115,15 +127,8 @@ class SampleRepo:
         self, *args: str, timeout: float = 120, env: Mapping[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
         """Run the installed CLI in the repository, as a pipeline would (``env`` added)."""
-        return subprocess.run(
-            [sys.executable, "-m", "flakecore", *args],
-            cwd=self.path,
-            env=self.env(env),
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=timeout,
-        )
+        argv = [sys.executable, "-m", "flakecore", *args]
+        return run_in(self.path, argv, self.env(env), timeout)
 
     def replay_args(
         self,
@@ -166,6 +171,21 @@ class SampleRepo:
         )
 
 
+def init_repo(path: Path, files: Mapping[str, str], message: str) -> str:
+    """A new repository on ``main`` holding ``files`` in one commit; returns its SHA."""
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.name", "flakecore e2e")
+    git(path, "config", "user.email", "e2e@flakecore.invalid")
+    git(path, "config", "commit.gpgsign", "false")
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", message)
+    return git(path, "rev-parse", "HEAD").strip()
+
+
 def make_repo(
     root: Path,
     *,
@@ -177,21 +197,9 @@ def make_repo(
 
     ``base_files`` adds files to the base commit (a reviewed ``pyproject.toml``).
     """
-    path = root / "repo"
-    tmp = root / "tmp"
-    path.mkdir()
+    path, tmp = root / "repo", root / "tmp"
     tmp.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.name", "flakecore e2e")
-    git(path, "config", "user.email", "e2e@flakecore.invalid")
-    git(path, "config", "commit.gpgsign", "false")
-    for name, text in {**_FILES, **(base_files or {})}.items():
-        file = path / name
-        file.parent.mkdir(parents=True, exist_ok=True)
-        file.write_text(text)
-    git(path, "add", "-A")
-    git(path, "commit", "-q", "-m", "base: a flaky checksum")
-    base = git(path, "rev-parse", "HEAD").strip()
+    base = init_repo(path, {**_FILES, **(base_files or {})}, "base: a flaky checksum")
     if regression:
         (path / "mylib.py").write_text(_REGRESSION)
     if fixture_on_head is not None:

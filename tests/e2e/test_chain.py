@@ -308,6 +308,15 @@ ARGS: dict[tuple[str, ...], Callable[[Chain, Path], Sequence[str]]] = {
         "--no-config",
     ],
     ("guard",): lambda c, t: ["--base", c.repo.base, "--no-config"],
+    # The report names the red test but carries no seed: refused without a replay.
+    ("triage",): lambda c, t: [
+        "--base",
+        c.repo.base,
+        "--report",
+        c.file("patch.xml"),
+        "--out-dir",
+        str(t / "triage"),
+    ],
 }
 VERBS = sorted(verbs(build_parser()))
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -175,3 +176,57 @@ def test_a_replay_attempt_cannot_outlive_itself_either(tmp_path: Path) -> None:
     record = json.loads(out.read_text())
     assert record["base_misses"] == 2 and "passes" not in record
     repo.assert_clean()
+
+
+#: Two attempts side by side under one second line (``adopt_orphans``), as ``triage --jobs 2``
+#: runs them: one attempt kills its own reaper and leaves a child behind; another attempt's
+#: child, and a plain child of flakecore's own (a git command, say), run meanwhile.
+_SIDE_BY_SIDE = r"""
+import os, subprocess, sys, threading
+from pathlib import Path
+from flakecore.gate.runtime import adopt_orphans, run_command
+
+marks = Path(sys.argv[1])
+assert adopt_orphans()
+slow_child = ("import subprocess, sys, time; "
+              "subprocess.run([sys.executable, '-c', 'import time; time.sleep(1.5)']); "
+              f"open({str(marks / 'attempt-child-done')!r}, 'w').close()")
+killer = ("import os, signal, subprocess, sys, time; time.sleep(0.3); "
+          "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
+          "os.kill(os.getppid(), signal.SIGKILL)")
+results = {}
+
+def attempt(name, code):
+    results[name] = run_command([sys.executable, "-c", code], cwd=marks, timeout_s=60)
+
+def own():
+    done = subprocess.run([sys.executable, "-c", "import time; time.sleep(1.5)"])
+    results["own"] = done.returncode
+
+threads = [threading.Thread(target=attempt, args=("slow", slow_child)),
+           threading.Thread(target=own)]
+for t in threads:
+    t.start()
+attempt("killer", killer)
+for t in threads:
+    t.join()
+print(results["slow"].returncode, results["slow"].containment_failure is None,
+      results["own"], results["killer"].containment_failure is None,
+      results["killer"].start_error)
+"""
+
+
+def test_attempts_side_by_side_never_end_each_others_processes(tmp_path: Path) -> None:
+    """The second-line sweep of one attempt spares other attempts and flakecore's own children."""
+    run = subprocess.run(
+        [sys.executable, "-I", "-c", _SIDE_BY_SIDE, str(tmp_path)],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    slow_exit, slow_contained, own_exit, killer_contained, killer_error = run.stdout.split(" ", 4)
+    # The other attempt's child lived to finish; so did flakecore's own child (exit 0).
+    assert (slow_exit, slow_contained, own_exit) == ("0", "True", "0")
+    assert (tmp_path / "attempt-child-done").exists()
+    # The attempt that killed its reaper was ended by the second line, and says so.
+    assert killer_contained == "True"
+    assert "reaper ended without a report" in killer_error

@@ -253,3 +253,84 @@ def test_missing_config_file_and_conflicting_flags(tmp_path: Path) -> None:
     assert cli("lease", "check", "--config", str(tmp_path / "nope.toml")).returncode == 66
     done = cli("lease", "check", "--config", str(tmp_path / "x.toml"), "--no-config")
     assert done.returncode == 64
+
+
+#: The smallest [tool.flakecore.triage] table the parser accepts.
+TRIAGE = {
+    "command": ["python", "-m", "pytest", "{test_id}", "--flakecore-seed", "{seed}"],
+    "epoch_lock": "fixtures/epoch.lock",
+}
+
+
+def test_the_triage_table_with_every_key() -> None:
+    config = parse_table(
+        {
+            "max_red_tests": 3,
+            "triage": {
+                **TRIAGE,
+                "policies": ["budget", "replay"],
+                "report": "out/report.xml",
+                "report_format": "junit",
+                "setup": ["sh", "-c", "make venv"],
+                "timeout": 30,
+                "fixture": "fixtures/data.json",
+                "property_command": ["python", "check.py", "{fixture}"],
+            },
+        }
+    )
+    assert config.policy.max_red_tests == 3
+    triage = config.triage
+    assert triage is not None
+    assert triage.command == tuple(TRIAGE["command"])
+    assert triage.policies == ("replay", "budget")  # always in the order triage runs them
+    assert (triage.report, triage.report_format, triage.timeout_s) == (
+        "out/report.xml",
+        "junit",
+        30.0,
+    )
+    assert (
+        triage.setup == ("sh", "-c", "make venv") and triage.budget_fixture == "fixtures/data.json"
+    )
+    assert parse_table({"triage": TRIAGE}).triage.budget_fixture == "fixtures/epoch.lock"  # type: ignore[union-attr]
+    assert parse_table({}).triage is None
+
+
+TRIAGE_BAD = [
+    ({"command": TRIAGE["command"]}, "epoch_lock is required"),
+    ({"epoch_lock": "e"}, "command is required"),
+    ({"comand": ["x"]}, "unknown key 'comand'"),
+    ({"command": "python -m pytest {test_id} {seed}"}, "list of strings"),
+    ({"command": []}, "list of strings"),
+    ({"command": ["", "{test_id}{seed}"]}, "the program is blank"),
+    ({"command": ["pytest", "{test_id}"]}, r"must contain \{seed\}"),
+    ({"command": ["pytest", "--flakecore-seed", "{seed}"]}, r"must contain \{test_id\}"),
+    ({"epoch_lock": "/etc/epoch"}, "relative path inside the repository"),
+    ({"epoch_lock": "../epoch"}, "relative path inside the repository"),
+    ({"policies": ["budget"]}, "must name replay"),
+    ({"policies": ["replay", "replay"]}, "no policy twice"),
+    ({"policies": ["replay", "vote"]}, "unknown 'vote'"),
+    ({"policies": "replay"}, "list of policy names"),
+    ({"policies": ["replay", "budget"]}, "give property_command"),
+    ({"property_command": ["check.py"]}, r"must contain \{fixture\}"),
+    ({"timeout": 0}, "positive number"),
+    ({"timeout": True}, "positive number"),
+    ({"report_format": ""}, "format name"),
+    ({"report": "../r.xml"}, "relative path"),
+]
+
+
+@pytest.mark.parametrize(("changes", "why"), TRIAGE_BAD)
+def test_the_triage_table_is_strict(changes: dict[str, object], why: str) -> None:
+    table = {**TRIAGE, **changes}
+    for key in ("command", "epoch_lock"):
+        if key not in changes and f"{key} is required" in why:
+            table.pop(key)
+    with pytest.raises(UsageError, match=why):
+        parse_table({"triage": table})
+
+
+def test_the_triage_table_and_its_policy_number_come_with_the_table_digest() -> None:
+    plain, triaged = parse_table({}), parse_table({"triage": TRIAGE})
+    assert plain.source.sha256 != triaged.source.sha256
+    with pytest.raises(UsageError, match="max_red_tests"):
+        parse_table({"max_red_tests": 0})

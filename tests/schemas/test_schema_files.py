@@ -69,6 +69,7 @@ KINDS = (
     "record-statement",
     "run-record",
     "signed-record",
+    "triage-result",
 )
 #: Records flakecore writes must name their format; input packets may leave it out.
 EMITTED = (
@@ -79,6 +80,7 @@ EMITTED = (
     "freeze-record",
     "lease",
     "ledger-row",
+    "triage-result",
 )
 PACKETS = ("admit-packet", "budget-packet", "classify-report", "decide-packet")
 FORMAT_KEYS = {"format", "format_version"}
