@@ -337,6 +337,17 @@ def test_the_reapers_status_line_is_what_json_writes(status: dict[str, object]) 
     assert _reaper.status_line(status) == json.dumps(status) + "\n"
 
 
+def _walked(root: int, spare_session: int | None) -> list[int]:
+    """The descendants the /proc/*/stat walk gives (the reading on kernels without children files)."""
+    walked = _reaper._children_by_walk(spare_session)
+    found, queue = [], [root]
+    while queue:
+        below = walked.get(queue.pop(0), [])
+        found += below
+        queue += below
+    return found
+
+
 def test_descendants_from_children_files_are_those_of_the_full_walk() -> None:
     """A live tree: forks, a setsid grandchild, a thread's child; both readings agree."""
     tree = (
@@ -356,14 +367,13 @@ def test_descendants_from_children_files_are_those_of_the_full_walk() -> None:
         assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
         time.sleep(0.3)  # the shell's own children
         fast = _reaper.descendants(proc.pid)
-        walked = _reaper._children_by_walk(proc.pid)
-        slow, queue = [], [proc.pid]
-        while queue:
-            below = walked.get(queue.pop(0), [])
-            slow += below
-            queue += below
+        slow = _walked(proc.pid, None)
         assert len(fast) >= 7
         assert sorted(fast) == sorted(slow)
+        ours = os.getsid(0)  # every process of the tree but the setsid one and its own
+        spared = _reaper.descendants(proc.pid, spare_session=ours)
+        assert sorted(spared) == sorted(_walked(proc.pid, ours))
+        assert 1 <= len(spared) < len(fast)
         skipped = {fast[0], *_reaper.descendants(fast[0])}
         assert sorted(_reaper.descendants(proc.pid, skip={fast[0]})) == sorted(
             p for p in slow if p not in skipped
