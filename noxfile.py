@@ -148,4 +148,5 @@ def bench(session: nox.Session) -> None:
     install_wheel(session)
     session.install(*BENCH_DEPS)
     session.run("python", "bench/verbs.py")
+    session.run("python", "bench/triage_jobs.py")
     session.run("python", "bench/run.py", *session.posargs)
