@@ -296,9 +296,8 @@ def _lease_repo(directory: Path, count: int) -> tuple[Path, str]:
     return repo, _git(repo, "rev-parse", "HEAD").strip()
 
 
-def _lease_rows(directory: Path, count: int) -> list[Row]:
-    repo, base = _lease_repo(directory, count)
-    leases = repo / ".flakecore" / "leases"
+def _lease_check(repo: Path, base: str, leases: Path) -> Callable[[], int]:
+    """``lease check --base`` over ``leases``: the number of valid records it printed."""
     argv = [
         *_flakecore(), "lease", "check", "--base", base, "--json", "--now", NOW, str(leases)
     ]  # fmt: skip
@@ -306,6 +305,14 @@ def _lease_rows(directory: Path, count: int) -> list[Row]:
     def run() -> int:
         out = _run(argv, cwd=repo)
         return sum(json.loads(line)["valid"] is True for line in out.splitlines())
+
+    return run
+
+
+def _lease_rows(directory: Path, count: int) -> list[Row]:
+    repo, base = _lease_repo(directory, count)
+    leases = repo / ".flakecore" / "leases"
+    run = _lease_check(repo, base, leases)
 
     def floor() -> int:
         return int(_run([sys.executable, "-c", READ_LOOP, str(leases)]))
@@ -352,13 +359,7 @@ def _signed_lease_rows(directory: Path, count: int) -> list[Row]:
     for name, data in _leases(count).items():
         envelope = sign_record(json.loads(data), kind="lease", signer=signer)
         (leases / name).write_text(json.dumps(envelope))
-    argv = [
-        *_flakecore(), "lease", "check", "--base", base, "--json", "--now", NOW, str(leases)
-    ]  # fmt: skip
-
-    def run() -> int:
-        out = _run(argv, cwd=repo)
-        return sum(json.loads(line)["valid"] is True for line in out.splitlines())
+    run = _lease_check(repo, base, leases)
 
     def floor() -> int:
         return int(_run([sys.executable, "-c", VERIFY_LOOP, str(leases), "ci", public]))
