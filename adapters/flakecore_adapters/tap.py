@@ -651,9 +651,12 @@ class _Parser:
         while pos < end:
             if fast:
                 if self.in_yaml:
-                    pos, number = self._yaml(text, pos, number)
-                    continue
-                if pos >= plain_until:
+                    # The lane looks back at the newline before a line: the first line
+                    # of a block of text goes alone.
+                    if pos:
+                        pos, number = self._yaml(text, pos, number)
+                        continue
+                elif pos >= plain_until:
                     done = self._run(text, pos, number)
                     if done is not None:
                         pos, number, plain_until = done
@@ -737,12 +740,12 @@ class _Parser:
         assert point is not None
         indent = point.indent + 2
         ending = _YAML_ENDS.get(indent)
-        if ending is None:
+        if ending is None:  # from the newline before the line, as ``outside`` below
             ending = _YAML_ENDS[indent] = re.compile(
-                "^" + " " * indent + r"\.\.\.[^\S\n]*$", re.MULTILINE
+                "\n" + " " * indent + r"\.\.\.[^\S\n]*$", re.MULTILINE
             )
-        found = ending.search(text, pos)
-        stop = found.start() if found is not None else len(text)
+        found = ending.search(text, pos - 1)
+        stop = found.start() + 1 if found is not None else len(text)
         outside = _YAML_OUTSIDE.get(indent)
         if outside is None:  # from the newline before a line (a literal prefix: fast to scan)
             outside = _YAML_OUTSIDE[indent] = re.compile(

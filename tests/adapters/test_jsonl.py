@@ -13,11 +13,14 @@ from __future__ import annotations
 import io
 import json
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import flakecore_adapters
 import pytest
+from flakecore_adapters import tap as tap_module
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -426,3 +429,147 @@ def test_long_pytest_json_batches() -> None:
     tests = [_test(f"t{i}") for i in range(1500)] + [_test("t7")] + [_test("z")]
     same(json.dumps({"tests": tests}).encode(), "pytest-json")
     same(json.dumps({"tests": tests}).encode(), "pytest-json", 2000)
+
+
+# -- TAP: the lanes against the line state machine on hostile streams ---------------
+
+_TAP_DESCS = st.sampled_from(
+    [
+        "a",
+        "b",
+        "a",  # a repeat
+        "t x[1-2]",
+        "a # b",  # '#' without a directive
+        "a#SKIP",
+        "a \\# SKIP",
+        "a \\\\# SKIP",
+        "back\\\\slash",
+        'q"uote',
+        "tab\there",
+        " lead",
+        "trail ",
+        "-  dash",
+        "- dash",
+        "\u00e9t\u00e9",
+        "x {",
+        "{",
+        "}",
+        "",
+    ]
+)
+_TAP_TAILS = st.sampled_from(
+    [
+        "",
+        "",
+        "",
+        " # SKIP",
+        " # skip why",
+        " # TODO",
+        " # todo: later",
+        " # time=12.5ms",
+        " # time=2s",
+        " # timeout after 5s",
+        " # other",
+        " {",
+    ]
+)
+_YAML_LINES = st.sampled_from(
+    [
+        "duration_ms: 7",
+        "exitCode: 1",
+        "exitCode: 0",
+        "failureType: testTimeoutFailure",
+        "failureType: 'hookFailed'",
+        "timeout_sec: 3",
+        "message: |",
+        "  deep line",
+        "",
+        "   ",
+    ]
+)
+
+
+@st.composite
+def _tap_hostile(draw: st.DrawFn) -> tuple[bytes, int | None]:
+    """A TAP stream of hostile lines (at any indent) and a read chunk size for it."""
+    rows: list[str] = []
+    number = 0
+    for _ in range(draw(st.integers(0, 40))):
+        indent = draw(st.sampled_from(["", "", "", "", "    ", "    ", "        ", "  "]))
+        kind = draw(
+            st.sampled_from(
+                ["ok"] * 8
+                + ["not", "yaml", "yaml", "plan", "comment", "subtest", "brace", "close", "bail"]
+                + ["blank", "junk", "pragma", "version", "open"]
+            )
+        )
+        number += 1
+        shown = draw(st.sampled_from([str(number)] * 4 + [str(number + 1), "0" + str(number), ""]))
+        word = "ok" if kind != "not" and draw(st.integers(0, 5)) else "not ok"
+        point = f"{word} {shown} - {draw(_TAP_DESCS)}{draw(_TAP_TAILS)}".replace("  - ", " - ")
+        if kind in ("ok", "not"):
+            rows.append(indent + point)
+        elif kind == "yaml":
+            rows.append(indent + point)
+            rows.append(indent + "  ---")
+            rows += [indent + "  " + line for line in draw(st.lists(_YAML_LINES, max_size=4))]
+            ending = draw(st.sampled_from(["  ...", "  ...", "  ...  ", "", "ok 99 - cut"]))
+            rows.append(indent + ending)
+        elif kind == "plan":
+            count = draw(st.sampled_from([number - 1, number, 0, 3]))
+            rows.append(f"{indent}1..{max(count, 0)}" + draw(st.sampled_from(["", " # SKIP x"])))
+            number -= 1
+        else:
+            number -= 1
+            rows.append(
+                indent
+                + {
+                    "comment": "# note",
+                    "subtest": draw(st.sampled_from(["# Subtest: s", "# Subtest", "# Subtest: a"])),
+                    "brace": "{",
+                    "close": "}",
+                    "bail": "Bail out! stop",
+                    "blank": "",
+                    "junk": "what is this",
+                    "pragma": draw(st.sampled_from(["pragma +strict", "pragma -strict"])),
+                    "version": "TAP version 13",
+                    "open": "ok 7 - parent {",
+                }[kind]
+            )
+    newline = draw(st.sampled_from(["\n", "\n", "\r\n"]))
+    cut = draw(st.integers(0, 4)) == 0  # the last line without its newline
+    text = newline.join(rows) + ("" if cut or not rows else newline)
+    head = draw(st.sampled_from(["TAP version 14\n", "", f"TAP version 14\n1..{number}\n"]))
+    chunk = draw(st.sampled_from([None, 1, 2, 3, 7, 16, 64]))
+    return (head + text).encode(), chunk
+
+
+@contextmanager
+def _reads_of(size: int | None) -> Iterator[None]:
+    """TAP read in chunks of ``size`` bytes (None: the default chunk)."""
+    names = vars(tap_module)
+    saved = names["CHUNK"]
+    names["CHUNK"] = saved if size is None else size
+    try:
+        yield
+    finally:
+        names["CHUNK"] = saved
+
+
+@_SETTINGS
+@given(doc=_tap_hostile(), window=st.sampled_from(WINDOWS))
+def test_hostile_tap_same_on_both_paths(doc: tuple[bytes, int | None], window: int | None) -> None:
+    """Every answer of the text lanes is the line state machine's, wherever a read ends."""
+    data, chunk = doc
+    with _reads_of(chunk):
+        same(data, "tap", window)
+
+
+def test_yaml_block_cut_at_the_start_of_a_read_chunk() -> None:
+    # The YAML lane looks back at the newline before a line: a block cut by the
+    # first line of a chunk used to swallow that line on the text path.
+    with _reads_of(1):
+        kind, out = same(b"1..2\nnot ok 1 - a\n  ---\n  x: 1\nok 2 - b\n", "tap")
+    assert kind == "ok"
+    assert isinstance(out, bytes)
+    assert b'"test_id":"b"' in out
