@@ -77,13 +77,21 @@ _MAX_NUMBER_DIGITS = 15
 # to quote) and no surrounding blanks.  Such a line means exactly: pass,
 # native "ok", test id = description.  Everything else goes through the line
 # state machine.
-# (Blanks around the description are excluded by two ``str.find`` on the whole
-# run, " \n" and "-  ": cheaper than a backtracking pattern.)
-_RUN = re.compile(r"(?:ok [1-9][0-9]{0,14} - [ !$-\[\]-z|-~]+\n)+")
+# The pattern finds the lines and their edges (``[^\n]*`` is a tight loop in
+# the regex engine, a character class costs a call per character), and is
+# never shown a '#' (the match ends at the next one, found by ``str.find``).
+# The other characters are checked once for the whole run: ``bytes.translate``
+# turns every byte a plain run may not hold into '#', found by ``bytes.find``.
+_RUN = re.compile(r"(?:ok [1-9][0-9]{0,14} - [!-~][^\n]*(?<! )\n)+")
+#: A character a plain run may not hold.
+_NOT_PLAIN = re.compile(r"[^ !$-\[\]-z|-~\n]")
+#: Every ASCII byte a plain run may not hold, as '#'; the others as they are.
+_MARK = bytes(ord("#") if _NOT_PLAIN.match(chr(c)) else c for c in range(256))
 # Splits "\n" + a run without its last newline into ['', number, description, ...].
 _RUN_SPLIT = re.compile(r"\nok ([0-9]+) - ")
+#: The known keys in the lines of a YAML block, each after its newline (a literal prefix).
 _YAML_KEYS = re.compile(
-    r"^(failureType|exitCode|timeout_sec|duration_ms):[ \t]*(.*?)[ \t]*$", re.MULTILINE
+    r"\n(failureType|exitCode|timeout_sec|duration_ms):[ \t]*(.*?)[ \t]*$", re.MULTILINE
 )
 _YAML_ENDS: dict[int, re.Pattern[str]] = {}
 #: Per YAML indent: a line that is neither blank nor indented that far (it ends the block).
@@ -647,6 +655,7 @@ class _Parser:
         end = len(text)
         fast = self.text
         plain_until = 0  # lines before this position go one by one (a run the lane refused)
+        sharp = -1  # the first '#' at or after a run's start (``end``: none)
         line = self.line
         while pos < end:
             if fast:
@@ -656,8 +665,12 @@ class _Parser:
                     if pos:
                         pos, number = self._yaml(text, pos, number)
                         continue
-                elif pos >= plain_until:
-                    done = self._run(text, pos, number)
+                elif pos >= plain_until and text.startswith("ok ", pos):
+                    if sharp < pos:
+                        sharp = text.find("#", pos)
+                        if sharp < 0:
+                            sharp = end
+                    done = self._run(text, pos, number, sharp)
                     if done is not None:
                         pos, number, plain_until = done
                         continue
@@ -668,8 +681,11 @@ class _Parser:
             line(body[:-1] if body.endswith("\r") else body, number)
         return number
 
-    def _run(self, text: str, pos: int, number: int) -> tuple[int, int, int] | None:
+    def _run(self, text: str, pos: int, number: int, sharp: int) -> tuple[int, int, int] | None:
         """The fast lane over a run of plain passing points at ``pos``, if there is one.
+
+        ``sharp`` is the position of the first '#' at or after ``pos``: no plain
+        line holds one, so the run ends before its line.
 
         Returns ``(position, line number, plain_until)`` after the lines it
         took, or None when the line at ``pos`` is not plain.  Plain lines
@@ -680,13 +696,23 @@ class _Parser:
         root = frames[0]
         if len(frames) != 1 or self.held or (root.plan is not None and root.plan_at_end):
             return None
-        match = _RUN.match(text, pos)
+        match = _RUN.match(text, pos, sharp)
         if match is None:
             return None
         stop = match.end()
-        if text.find(" \n", pos, stop) >= 0 or text.find("-  ", pos, stop) >= 0:
-            return pos, number, stop  # blanks at a description's edge (or "-  " inside one)
-        parts = _RUN_SPLIT.split("\n" + text[pos : stop - 1])
+        run = text[pos:stop]
+        bad = run.encode("ascii").translate(_MARK).find(b"#") if run.isascii() else 0
+        if bad >= 0:  # the run ends before the line that holds the first one
+            if not run.isascii():
+                found = _NOT_PLAIN.search(run)
+                assert found is not None
+                bad = found.start()
+            cut = run.rfind("\n", 0, bad) + 1
+            if not cut:
+                return None
+            run = run[:cut]
+            stop = pos + cut
+        parts = _RUN_SPLIT.split("\n" + run[:-1])
         # The run's last point is finished (no YAML block can follow) only by a
         # next line that is not blank, not a comment and not "  ---".
         after = text[stop : stop + 1]
@@ -770,7 +796,7 @@ class _Parser:
                     break
                 yaml.append(body)
                 point.yaml_size += len(body) + 1
-            joined = "\n".join(bodies)
+            joined = "\n" + "\n".join(bodies)
             if ":" in joined:
                 extra = point.extra
                 for key in _YAML_KEYS.finditer(joined):
