@@ -233,6 +233,12 @@ class _Parser:
         self.emitter = emitter
         self.text = text  # sources as JSON text and the fast lanes, or Source objects
         self.prefix = file_prefix(source, "tap")
+        #: A plain pass's record from its test id to its line, before and after ``Bail out!``.
+        self.mids = tuple(
+            '","outcome":"pass","native":"ok","attempt":1,"duration_s":null,"message":null,'
+            f'"flags":[{flags}],"source":{self.prefix},"line":'
+            for flags in ("", '"bailed-out"')
+        )
         self.frames = [_Frame(0, "")]
         self.announce: tuple[int, str] | None = None
         self.point: _Point | None = None
@@ -728,9 +734,9 @@ class _Parser:
         count = root.count
         numbers = parts[1::2]
         descs = parts[2::2]
-        if (
-            numbers != list(map(str, range(count + 1, count + take + 1)))
-            or max(map(len, descs)) > self.limits.max_id_chars
+        limit = self.limits.max_id_chars
+        if numbers != list(map(str, range(count + 1, count + take + 1))) or (
+            len(run) > limit and max(map(len, descs)) > limit  # a shorter run holds no long id
         ):
             return pos, number, taken
         self._finish_point()  # the first line of the run finishes the pending point
@@ -740,11 +746,8 @@ class _Parser:
         first = emitter.claim(descs)
         if first is None:
             return pos, number, taken
-        flags = '"bailed-out"' if self.bailed else ""
-        mid = (
-            '","outcome":"pass","native":"ok","attempt":1,"duration_s":null,"message":null,'
-            f'"flags":[{flags}],"source":{self.prefix},"line":'
-        )
+        bailed = self.bailed
+        mid = self.mids[bailed]
         at = range(number + 1, number + take + 1)
 
         def lines() -> list[str]:
@@ -753,7 +756,7 @@ class _Parser:
                 for line, num, desc in zip(at, numbers, descs, strict=True)
             ]
 
-        counts = {"pass": take, "flagged": take} if flags else {"pass": take}
+        counts = {"pass": take, "flagged": take} if bailed else {"pass": take}
         emitter.push_block(descs, lines, at, first, counts)
         root.count = count + take
         number += take
