@@ -786,20 +786,30 @@ class _Parser:
             found = None
             stop = cut.start() + 1
         if stop > pos:
-            raw = text[pos : stop - 1].split("\n")
-            if "\r" in text[pos:stop]:
-                raw = [r[:-1] if r.endswith("\r") else r for r in raw]
-            bodies = [r[indent:] if r[:indent].strip(" ") == "" else "" for r in raw]
-            number += len(raw)
+            lines = text[pos - 1 : stop - 1]  # each line after its newline
+            pad = "\n" + " " * indent
+            if "\r" not in lines and lines.count(pad) == lines.count("\n"):
+                joined = lines.replace(pad, "\n")  # every line indented: bodies at C speed
+                bodies = joined[1:].split("\n")
+            else:
+                raw = lines[1:].split("\n")
+                if "\r" in lines:
+                    raw = [r[:-1] if r.endswith("\r") else r for r in raw]
+                bodies = [r[indent:] if r[:indent].strip(" ") == "" else "" for r in raw]
+                joined = "\n" + "\n".join(bodies)
+            number += len(bodies)
             self.lines_seen = number
             cap = self.limits.max_message_chars * 4
             yaml = point.yaml
-            for body in bodies:
-                if point.yaml_size >= cap:
-                    break
-                yaml.append(body)
-                point.yaml_size += len(body) + 1
-            joined = "\n" + "\n".join(bodies)
+            if point.yaml_size + len(joined) - len(bodies[-1]) - 1 < cap:
+                yaml += bodies  # the size before the last body is under the cap: all are kept
+                point.yaml_size += len(joined)
+            else:
+                for body in bodies:
+                    if point.yaml_size >= cap:
+                        break
+                    yaml.append(body)
+                    point.yaml_size += len(body) + 1
             if ":" in joined:
                 extra = point.extra
                 for key in _YAML_KEYS.finditer(joined):

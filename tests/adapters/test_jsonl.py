@@ -561,12 +561,22 @@ def _reads_of(size: int | None) -> Iterator[None]:
 
 
 @_SETTINGS
-@given(doc=_tap_hostile(), window=st.sampled_from(WINDOWS))
-def test_hostile_tap_same_on_both_paths(doc: tuple[bytes, int | None], window: int | None) -> None:
+@given(
+    doc=_tap_hostile(),
+    window=st.sampled_from(WINDOWS),
+    message=st.sampled_from([None, None, 1, 3, 10]),  # YAML kept up to 4x this
+)
+def test_hostile_tap_same_on_both_paths(
+    doc: tuple[bytes, int | None], window: int | None, message: int | None
+) -> None:
     """Every answer of the text lanes is the line state machine's, wherever a read ends."""
     data, chunk = doc
+    limits = flakecore_adapters.Limits(
+        reorder_window=window or flakecore_adapters.DEFAULT_LIMITS.reorder_window,
+        max_message_chars=message or flakecore_adapters.DEFAULT_LIMITS.max_message_chars,
+    )
     with _reads_of(chunk):
-        same(data, "tap", window)
+        same(data, "tap", limits=limits)
 
 
 def test_yaml_block_cut_at_the_start_of_a_read_chunk() -> None:
