@@ -251,7 +251,8 @@ class _Parser:
 
     # -- emission ---------------------------------------------------------------
     def _emit(self, frames: tuple[_Frame, ...], spec: list[Any]) -> None:
-        if self.held or any(f.name is None for f in frames):
+        # (The root frame is always named: a top-level point skips the walk.)
+        if self.held or (len(frames) > 1 and any(f.name is None for f in frames)):
             self.held.append((frames, spec))
             if len(self.held) > self.limits.max_open_tests:
                 raise LimitError(
@@ -274,7 +275,7 @@ class _Parser:
 
     def _push(self, frames: tuple[_Frame, ...], spec: list[Any]) -> None:
         leaf, line, number, desc, outcome, native, duration, message, flags = spec
-        path = tuple(str(f.name) for f in frames[1:])
+        path = tuple(str(f.name) for f in frames[1:]) if len(frames) > 1 else ()
         test_id = " > ".join((*path, leaf)) if path else leaf
         check_id(test_id, self.limits.max_id_chars, self.source, line)
         src: Any
