@@ -677,7 +677,12 @@ class _Parser:
                         sharp = text.find("#", pos)
                         if sharp < 0:
                             sharp = end
-                    done = self._run(text, pos, number, sharp)
+                    # (A line that holds the '#' is not plain: no run starts there.)
+                    done = (
+                        self._run(text, pos, number, sharp)
+                        if text.find("\n", pos, sharp) >= 0
+                        else None
+                    )
                     if done is not None:
                         pos, number, plain_until = done
                         continue
