@@ -248,6 +248,9 @@ class _Parser:
         self.lines_seen = 0
         self.held: list[tuple[tuple[_Frame, ...], list[Any]]] = []
         self.braces: list[_Point] = []  # brace subtests open, innermost last
+        #: The fast lane's last stretch of ``feed``'s text: (start, end, its bytes with every
+        #: character a plain run may not hold as '#', or None when it is not ASCII).
+        self.scan: tuple[int, int, bytes | None] | None = None
 
     # -- emission ---------------------------------------------------------------
     def _emit(self, frames: tuple[_Frame, ...], spec: list[Any]) -> None:
@@ -663,6 +666,7 @@ class _Parser:
         fast = self.text
         plain_until = 0  # lines before this position go one by one (a run the lane refused)
         sharp = -1  # the first '#' at or after a run's start (``end``: none)
+        self.scan = None
         line = self.line
         while pos < end:
             if fast:
@@ -708,23 +712,32 @@ class _Parser:
         root = frames[0]
         if len(frames) != 1 or self.held or (root.plan is not None and root.plan_at_end):
             return None
-        match = _RUN.match(text, pos, sharp)
-        if match is None:
-            return None
-        stop = match.end()
-        run = text[pos:stop]
-        bad = run.encode("ascii").translate(_MARK).find(b"#") if run.isascii() else 0
-        if bad >= 0:  # the run ends before the line that holds the first one
-            if not run.isascii():
-                found = _NOT_PLAIN.search(run)
-                assert found is not None
-                bad = found.start()
-            cut = run.rfind("\n", 0, bad) + 1
-            if not cut:
+        scan = self.scan
+        if scan is not None and scan[0] <= pos < scan[1]:
+            # A later line of the stretch scanned last: its lines keep their shape
+            # and their marks (a stretch is never scanned twice: a report whose
+            # every line is refused stays linear).
+            base, stop, marked = scan
+        else:
+            match = _RUN.match(text, pos, sharp)
+            if match is None:
                 return None
-            run = run[:cut]
-            stop = pos + cut
-        parts = _RUN_SPLIT.split("\n" + run[:-1])
+            base = pos
+            stop = match.end()
+            run = text[pos:stop]
+            marked = run.encode("ascii").translate(_MARK) if run.isascii() else None
+            self.scan = (base, stop, marked)
+        if marked is not None:
+            bad = marked.find(b"#", pos - base)
+            bad = bad if bad < 0 else base + bad
+        else:
+            found = _NOT_PLAIN.search(text, pos, stop)
+            bad = -1 if found is None else found.start()
+        if bad >= 0:  # the run ends before the line that holds the first one
+            stop = text.rfind("\n", pos, bad) + 1
+            if not stop:
+                return None
+        parts = _RUN_SPLIT.split("\n" + text[pos : stop - 1])
         # The run's last point is finished (no YAML block can follow) only by a
         # next line that is not blank, not a comment and not "  ---".
         after = text[stop : stop + 1]
@@ -742,7 +755,7 @@ class _Parser:
         descs = parts[2::2]
         limit = self.limits.max_id_chars
         if numbers != list(map(str, range(count + 1, count + take + 1))) or (
-            len(run) > limit and max(map(len, descs)) > limit  # a shorter run holds no long id
+            stop - pos > limit and max(map(len, descs)) > limit  # a shorter run holds no long id
         ):
             return pos, number, taken
         self._finish_point()  # the first line of the run finishes the pending point

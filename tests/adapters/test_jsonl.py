@@ -145,6 +145,10 @@ def _tap(points: list[str], head: str = "TAP version 14\n", tail: str = "") -> b
         "1..2\nok 1 - \u00e9t\u00e9\nok 2 - b\n",
         "pragma +strict\n1..2\nok 1 - a\nok 2 - b\n",
         "1..3\nok 1 - a\nnot ok 2 - b\n  ---\n  exitCode: 1\n  ...\nok 3 - c\n",
+        # refused lines inside a scanned stretch: the lane resumes after each
+        "1..5\nok 1 - \u00e9\nok 2 - b\nok 3 - \u00e9\nok 4 - d\nok 5 - e\n",
+        "1..4\nok 1 - a\r\nok 2 - b\nok 3 - c\r\nok 4 - d\n",
+        '1..4\nok 1 - a"\nok 2 - b\nok 3 - c\\\nok 4 - d\x7f\n',
     ],
 )
 @pytest.mark.parametrize("window", [None, 1, 2])
