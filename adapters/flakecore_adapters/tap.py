@@ -93,9 +93,9 @@ _RUN_SPLIT = re.compile(r"\nok ([0-9]+) - ")
 _YAML_KEYS = re.compile(
     r"\n(failureType|exitCode|timeout_sec|duration_ms):[ \t]*(.*?)[ \t]*$", re.MULTILINE
 )
-_YAML_ENDS: dict[int, re.Pattern[str]] = {}
-#: Per YAML indent: a line that is neither blank nor indented that far (it ends the block).
-_YAML_OUTSIDE: dict[int, re.Pattern[str]] = {}
+#: Per YAML indent, from the newline before a line: the block's ``...`` line (group 1),
+#: or a line that is neither blank nor indented that far (it cuts the block short).
+_YAML_STOPS: dict[int, re.Pattern[str]] = {}
 _BLANK = re.compile(r"[ \t]*")
 _RUN_HEAD = HEAD + '"'
 _NUMBER_KEY = ',"number":'
@@ -787,23 +787,18 @@ class _Parser:
         point = self.point
         assert point is not None
         indent = point.indent + 2
-        ending = _YAML_ENDS.get(indent)
-        if ending is None:  # from the newline before the line, as ``outside`` below
-            ending = _YAML_ENDS[indent] = re.compile(
-                "\n" + " " * indent + r"\.\.\.[^\S\n]*$", re.MULTILINE
+        stops = _YAML_STOPS.get(indent)
+        if stops is None:
+            spaces = "{" + str(indent) + "}"
+            stops = _YAML_STOPS[indent] = re.compile(
+                "\n(?:( " + spaces + r"\.\.\.[^\S\n]*$)|(?! " + spaces + r"|[ \t\r]*$))",
+                re.MULTILINE,
             )
-        found = ending.search(text, pos - 1)
-        stop = found.start() + 1 if found is not None else len(text)
-        outside = _YAML_OUTSIDE.get(indent)
-        if outside is None:  # from the newline before a line (a literal prefix: fast to scan)
-            outside = _YAML_OUTSIDE[indent] = re.compile(
-                "\n(?! {" + str(indent) + r"}|[ \t\r]*$)", re.MULTILINE
-            )
-        # A line less indented than the block ends it (text[pos - 1] is a newline).
-        cut = outside.search(text, pos - 1, stop)
-        if cut is not None:
-            found = None
-            stop = cut.start() + 1
+        # One search (text[pos - 1] is a newline), so it never reads past the block.
+        end = stops.search(text, pos - 1)
+        stop = len(text) if end is None else end.start() + 1
+        found = end if end is not None and end.group(1) is not None else None
+        cut = end if end is not None and found is None else None  # a less indented line
         if stop > pos:
             lines = text[pos - 1 : stop - 1]  # each line after its newline
             pad = "\n" + " " * indent
