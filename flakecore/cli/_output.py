@@ -21,24 +21,28 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from flakecore.classify import ClassifyDecision
 from flakecore.cli._common import flush_out, out_line, warn, write_json_line
 from flakecore.cli._config import Configured
 from flakecore.cli._github import SummaryRow, append_step_summary
+from flakecore.codes import PolicyName
 from flakecore.decision import Decision
 from flakecore.errors import UsageError
 from flakecore.exits import EXIT_IOERR, EXIT_OK
 from flakecore.policy import PolicySource
+
+if TYPE_CHECKING:
+    from flakecore.classify import ClassifyDecision
 
 __all__ = [
     "FORMATS",
     "Output",
     "Result",
     "add_output_arguments",
+    "as_classify",
     "output_format",
     "reason_text",
 ]
@@ -104,11 +108,25 @@ def output_format(args: argparse.Namespace) -> str:
     return str(chosen or "text")
 
 
+def as_classify(decision: Decision[Any]) -> ClassifyDecision | None:
+    """``decision`` when it is a classify verdict, else None.
+
+    The classify module is imported only for a classify verdict (every one
+    records that policy), so the other verbs do not load it.
+    """
+    if decision.policy is not PolicyName.CLASSIFY:
+        return None
+    from flakecore.classify import ClassifyDecision  # noqa: PLC0415 - see above
+
+    return decision if isinstance(decision, ClassifyDecision) else None
+
+
 def reason_text(decision: Decision[Any]) -> str:
     """Every reason of a decision on one line; a ``FLAKE`` adds why its lease is refused."""
     reasons = "; ".join(decision.reasons)
-    if isinstance(decision, ClassifyDecision) and decision.lease_reasons:
-        reasons += " (lease: " + "; ".join(decision.lease_reasons) + ")"
+    classified = as_classify(decision)
+    if classified is not None and classified.lease_reasons:
+        reasons += " (lease: " + "; ".join(classified.lease_reasons) + ")"
     return reasons
 
 
@@ -153,7 +171,7 @@ class Output:
         on stderr by every verb.  Both are printed by :meth:`finish`, so a
         verb that fails on the way still fails with one line.
         """
-        self._source = configured.config.source
+        self._source = configured.source
         self._notes = [configured.describe()] if announce else []
         reason = configured.scored_table_reason
         if reason is not None:

@@ -23,7 +23,7 @@ from types import TracebackType
 
 import attrs
 
-from flakecore.errors import FlakecoreError, UsageError
+from flakecore.errors import GitError, UsageError
 from flakecore.gate.runtime import child_env, signals_deferred
 
 __all__ = [
@@ -41,14 +41,6 @@ __all__ = [
     "tree_entries",
     "tree_entry",
 ]
-
-
-class GitError(FlakecoreError):
-    """A git command failed: not a repository, unknown revision, worktree refused.
-
-    For the gate this is missing evidence (a refusal), never a crash: the
-    message is one line naming the git command and git's own complaint.
-    """
 
 
 def _one_line(text: str) -> str:
