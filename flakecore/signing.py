@@ -29,6 +29,7 @@ from typing import Final
 
 import attrs
 
+from flakecore._env import SIGNING_KEY_ENV
 from flakecore.attestation import (
     PAYLOAD_TYPE,
     Kinds,
@@ -53,9 +54,6 @@ __all__ = [
     "verify_signed",
 ]
 
-#: The environment variable CI sets to the PEM private key a writer signs with.  Every
-#: attempt's environment loses it (:func:`flakecore.gate.runtime.child_env`).
-SIGNING_KEY_ENV: Final = "FLAKECORE_SIGNING_KEY"
 #: A PEM private key is a few hundred bytes; anything this big is not one.
 _MAX_KEY_BYTES: Final = 64 * 1024
 #: What the missing-extra error says the feature is.

@@ -85,28 +85,45 @@ def add_config_arguments(
 class Configured:
     """A verb's configuration, and what a record must be to count as its evidence.
 
-    With neither ``--base`` nor ``--config`` the configuration is the
-    defaults, and the scored checkout (one git call) is looked up only when
-    something asks for it -- the configuration's ``root``, or the record
-    trust.  A pure policy verb without a source judges only the caller's
-    packets and never asks, so it loads neither git nor the trust machinery
-    (docs/performance.md); everything it is asked gives what the eager
+    The record trust (:class:`~flakecore.gate.basetrust.RecordTrust`) is
+    built when it is first asked for, and with neither ``--base`` nor
+    ``--config`` the scored checkout (one git call) is looked up only then
+    too, or when the configuration's ``root`` is.  A pure policy verb
+    without a source judges only the caller's packets and never asks, and
+    ``guard`` needs only the resolved :attr:`base`: neither loads the trust
+    machinery (docs/performance.md).  What is asked gives what the eager
     lookup gave.
     """
 
-    __slots__ = ("_config", "_start", "_table", "_trust")
+    __slots__ = ("_base", "_checkout", "_config", "_start", "_table", "_trust")
 
     def __init__(self, *, config: GateConfig, trust: RecordTrust) -> None:
         self._table = config
         self._config: GateConfig | None = config
         self._trust: RecordTrust | None = trust
+        self._checkout: Path | None = trust.checkout
+        self._base = trust.base
         self._start = "."
+
+    @classmethod
+    def _deferred(
+        cls, table: GateConfig, config: GateConfig | None, checkout: Path | None, base: str | None
+    ) -> Configured:
+        new = cls.__new__(cls)
+        new._table, new._config, new._trust = table, config, None
+        new._checkout, new._base, new._start = checkout, base, "."
+        return new
+
+    @classmethod
+    def read(cls, config: GateConfig, *, checkout: Path, base: str | None) -> Configured:
+        """A configuration read for ``checkout`` (from ``base``, or a file); trust on first use."""
+        return cls._deferred(config, config, checkout, base)
 
     @classmethod
     def defaults(cls, table: GateConfig, *, start: str) -> Configured:
         """The defaults (``table``: their policy and source), for the checkout holding ``start``."""
-        new = cls.__new__(cls)
-        new._table, new._config, new._trust, new._start = table, None, None, start
+        new = cls._deferred(table, None, None, None)
+        new._start = start
         return new
 
     @property
@@ -118,6 +135,11 @@ class Configured:
     def source(self) -> PolicySource:
         """Where the policy came from (the checkout is not looked up for it)."""
         return self._table.source
+
+    @property
+    def base(self) -> str | None:
+        """The full commit id of ``--base`` (None: no base), as the record trust has it."""
+        return self._base
 
     @property
     def config(self) -> GateConfig:
@@ -132,14 +154,16 @@ class Configured:
         if self._trust is None:
             from flakecore.gate.basetrust import RecordTrust  # noqa: PLC0415 - the trust layer
 
-            self._trust = RecordTrust(checkout=_checkout(self._start))
+            checkout = self._checkout if self._checkout is not None else _checkout(self._start)
+            keys = self._table.trusted_keys
+            self._trust = RecordTrust(checkout=checkout, base=self._base, keys=keys)
         return self._trust
 
     @property
     def judges_records(self) -> bool:
         """Whether a base or trusted keys decide which records count (else: the caller's)."""
-        trust = self._trust
-        return trust is not None and (trust.base is not None or bool(trust.keys))
+        keys = self._trust.keys if self._trust is not None else self._table.trusted_keys
+        return self._base is not None or bool(keys)
 
     def describe(self) -> str:
         """One line: where the policy came from and which records count."""
@@ -213,31 +237,30 @@ def config_from_args(
         if need is Need.TRUST:  # the defaults name no trusted keys, and there is no base
             raise _no_trust(verb)
         return Configured.defaults(_with_overrides(GateConfig(), overrides), start=start)
-    # Imported here: the git and trust layers are no start-up cost of a verb without a source.
+    # Imported here: the git layer is no start-up cost of a verb without a source.
     from pathlib import Path  # noqa: PLC0415
 
-    from flakecore.gate.basetrust import RecordTrust  # noqa: PLC0415
-    from flakecore.gate.policy_source import (  # noqa: PLC0415
-        compare_scored_table,
-        load_outside_config,
-        load_trusted_config,
-    )
     from flakecore.gate.worktree import repo_toplevel, resolve_commit  # noqa: PLC0415
 
     checkout = _checkout(start) if base is None else repo_toplevel(Path(start))
     base_sha = resolve_commit(checkout, base) if base is not None else None
     if path:
+        from flakecore.gate.policy_source import load_outside_config  # noqa: PLC0415
+
         config = load_outside_config(path, checkout=checkout)
     elif no_config:
         config = GateConfig(root=str(checkout))
     else:
+        from flakecore.gate.policy_source import (  # noqa: PLC0415
+            compare_scored_table,
+            load_trusted_config,
+        )
+
         assert base_sha is not None
         config = compare_scored_table(load_trusted_config(checkout, base_sha), checkout=checkout)
     if need is Need.TRUST and base_sha is None and not config.trusted_keys:
         raise _no_trust(verb)
-    config = _with_overrides(config, overrides)
-    trust = RecordTrust(checkout=checkout, base=base_sha, keys=config.trusted_keys)
-    return Configured(config=config, trust=trust)
+    return Configured.read(_with_overrides(config, overrides), checkout=checkout, base=base_sha)
 
 
 def _with_overrides(config: GateConfig, flags: Sequence[str]) -> GateConfig:

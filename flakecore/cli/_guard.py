@@ -82,7 +82,7 @@ def _run(args: argparse.Namespace) -> int:
             fixture_globs=fixture_globs,
             ledger_globs=ledger_globs,
             ledger_dirs=(config.ledger_dir, config.lease_dir),
-            base_sha=configured.trust.base,  # --base, resolved once by the configuration
+            base_sha=configured.base,  # --base, resolved once by the configuration
         )
     except GitError as exc:
         message = f"guard: cannot read the diff: {exc}"

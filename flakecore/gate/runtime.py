@@ -34,8 +34,8 @@ from types import FrameType
 
 import attrs
 
+from flakecore._env import SIGNING_KEY_ENV
 from flakecore.gate import _reaper
-from flakecore.signing import SIGNING_KEY_ENV
 
 __all__ = [
     "WEAK_CONTAINMENT",
@@ -194,7 +194,7 @@ def substitute(argv: Sequence[str], **values: str) -> tuple[str, ...]:
 def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """Our environment without variables that would point git elsewhere, and without the key.
 
-    The signing key (:data:`~flakecore.signing.SIGNING_KEY_ENV`) never reaches
+    The signing key (:data:`~flakecore._env.SIGNING_KEY_ENV`) never reaches
     a command under test or git; docs/trust.md says what this does not stop
     (a process of the same user reads ``/proc/<pid>/environ``).
     """

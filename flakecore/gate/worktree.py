@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
@@ -305,6 +304,8 @@ class DetachedWorktree:
 
     def create(self) -> Path:
         """Add the worktree; returns its path.  It must lie outside the checkout."""
+        import tempfile  # noqa: PLC0415 - only a replay makes one: no start-up cost of guard
+
         scratch = Path(
             os.path.realpath(tempfile.mkdtemp(prefix="flakecore-replay-", dir=self._tmp_root))
         )

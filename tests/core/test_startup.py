@@ -240,3 +240,30 @@ def test_the_deferred_defaults_are_what_the_eager_lookup_gave(
     assert configured.config == eager
     assert configured.trust == RecordTrust(checkout=eager_checkout)
     assert not configured.judges_records
+
+
+def test_guard_with_no_config_loads_no_trust_layer(tmp_path: Path) -> None:
+    """guard needs the git layer and the resolved base, not the records' trust or signing."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env = ["-c", "user.name=t", "-c", "user.email=t@example.test"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), *env, "commit", "-q", "--allow-empty", "-m", "b"], check=True
+    )
+    code = (
+        "import contextlib, io, sys\n"
+        "from flakecore.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['guard', '--no-config', '--base', 'HEAD', '--repo', {str(repo)!r}]) == 0\n"
+        "print(sorted(sys.modules))"
+    )
+    loaded = set(ast.literal_eval(fresh(code)))
+    assert "flakecore.gate.worktree" in loaded
+    unneeded = {
+        "flakecore.gate.basetrust",
+        "flakecore.signing",
+        "flakecore.attestation",
+        "tempfile",
+    }
+    assert not loaded & unneeded
