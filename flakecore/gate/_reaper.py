@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     import signal
     from collections.abc import Callable, Collection, Mapping
     from types import FrameType
+    from typing import Any
 else:  # the C module under ``signal``: the same functions, without building its enums
     import _signal as signal
 
@@ -86,15 +87,17 @@ def _libc_prctl() -> Callable[..., int]:
     try:
         import _ctypes  # noqa: PLC0415 - here: flakecore imports this module for its sweep alone
 
-        class CInt(_ctypes._SimpleCData):  # ctypes.c_int
+        c: Any = _ctypes  # typeshed describes these through ctypes' classes, not as used here
+
+        class CInt(c._SimpleCData):  # type: ignore[misc] # ctypes.c_int
             _type_ = "i"
 
-        class Function(_ctypes.CFuncPtr):  # CDLL._FuncPtr with use_errno=True
-            _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
+        class Function(c.CFuncPtr):  # type: ignore[misc] # CDLL._FuncPtr, use_errno=True
+            _flags_ = c.FUNCFLAG_CDECL | c.FUNCFLAG_USE_ERRNO
             _restype_ = CInt
 
         class Libc:  # what a function pointer reads of its CDLL: the handle
-            _handle = _ctypes.dlopen(None, 0)  # ctypes.DEFAULT_MODE is RTLD_LOCAL, 0
+            _handle = c.dlopen(None, 0)  # ctypes.DEFAULT_MODE is RTLD_LOCAL, 0
 
         prctl: Callable[..., int] = Function(("prctl", Libc))
     except (ImportError, AttributeError):
