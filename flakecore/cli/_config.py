@@ -142,6 +142,13 @@ class Configured:
         return self._base
 
     @property
+    def checkout(self) -> Path:
+        """The top of the scored checkout (looked up now if it was not yet)."""
+        if self._checkout is None:
+            self._checkout = self.trust.checkout
+        return self._checkout
+
+    @property
     def config(self) -> GateConfig:
         """The whole configuration; for the defaults, rooted at the scored checkout."""
         if self._config is None:

@@ -320,6 +320,11 @@ def _configured(args: argparse.Namespace, verb: str) -> Configured | GitError:
         return exc
 
 
+def _resolved(configured: Configured) -> tuple[Path, str] | None:
+    """The checkout and ``--base`` as the configuration resolved them, for the replay to reuse."""
+    return None if configured.base is None else (configured.checkout, configured.base)
+
+
 def _signer(
     args: argparse.Namespace, configured: Configured, test_id: str | None
 ) -> RecordSigner | None:
@@ -399,6 +404,7 @@ def _run_replay(args: argparse.Namespace) -> int:
                 output=_output_fd(),
                 policy=policy,
                 patch_reader=patch_reader,
+                resolved=_resolved(configured),
             )
     except Terminated as exc:
         return _stopped(exc)
