@@ -20,6 +20,7 @@ after they are printed, and always before a line goes to stderr and at
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -116,9 +117,15 @@ def as_classify(decision: Decision[Any]) -> ClassifyDecision | None:
     """
     if decision.policy is not PolicyName.CLASSIFY:
         return None
-    from flakecore.classify import ClassifyDecision  # noqa: PLC0415 - see above
+    return decision if isinstance(decision, _classify_decision()) else None
 
-    return decision if isinstance(decision, ClassifyDecision) else None
+
+@functools.cache
+def _classify_decision() -> type[ClassifyDecision]:
+    """The class, imported once (an import statement per packet is a batch's cost)."""
+    from flakecore.classify import ClassifyDecision  # noqa: PLC0415 - see as_classify
+
+    return ClassifyDecision
 
 
 def reason_text(decision: Decision[Any]) -> str:
