@@ -1,7 +1,7 @@
 """The attempt reaper: run one command, then end every process it left behind.
 
 flakecore never starts the command under test itself.  It starts this module
-as its own tiny process (``python -I -S -c "...from _reaper import main..."``:
+as its own tiny process (``python -I -S -B -c "...from _reaper import main..."``:
 isolated, no ``site``, this directory appended after the standard library,
 so nothing from the command's environment or the checkout runs in it, and
 the import system uses the compiled module), and the reaper:
