@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Final, TypeAlias
 
 import attrs
@@ -133,18 +133,31 @@ def _record_test_id(record: Mapping[str, object], test_id: str | None) -> str:
     return chosen
 
 
-def _digests(value: object, pointer: str = "") -> Iterator[tuple[str, str]]:
-    """Every sha256 digest in a JSON value, with its JSON pointer, keys in sorted order."""
+def _digests(value: object, pointer: str, found: list[tuple[str, str]]) -> None:
+    """Append every sha256 digest in a JSON value, with its JSON pointer, keys in sorted order.
+
+    Depth first, a container's entries in order (a mapping's by sorted key);
+    one recursive call per container rather than a generator per value,
+    since every signed record is walked when it is verified.
+    """
     if is_digest(value):
         assert isinstance(value, str)
-        yield pointer, value
+        found.append((pointer, value))
     elif isinstance(value, Mapping):
         for key in sorted(value):
-            escaped = str(key).replace("~", "~0").replace("/", "~1")
-            yield from _digests(value[key], f"{pointer}/{escaped}")
+            item = value[key]
+            where = pointer + "/" + str(key).replace("~", "~0").replace("/", "~1")
+            if isinstance(item, (Mapping, list)):
+                _digests(item, where, found)
+            elif is_digest(item):
+                found.append((where, item))
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            yield from _digests(item, f"{pointer}/{i}")
+            where = f"{pointer}/{i}"
+            if isinstance(item, (Mapping, list)):
+                _digests(item, where, found)
+            elif is_digest(item):
+                found.append((where, item))
 
 
 def subjects(record: Mapping[str, object], test_id: str) -> list[dict[str, object]]:
@@ -160,9 +173,9 @@ def subjects(record: Mapping[str, object], test_id: str) -> list[dict[str, objec
         "name": test_id,
         "digest": {"sha256": canonical_json_sha256(dict(record))},
     }
-    rest: list[dict[str, object]] = [
-        {"name": p, "digest": {"sha256": d}} for p, d in _digests(record)
-    ]
+    found: list[tuple[str, str]] = []
+    _digests(record, "", found)
+    rest: list[dict[str, object]] = [{"name": p, "digest": {"sha256": d}} for p, d in found]
     return [first, *rest]
 
 

@@ -7,6 +7,7 @@ as the oracle (it lives in the tests, not in the package).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import posixpath
@@ -14,6 +15,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +25,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from packets import NOW, REPO
 
-from flakecore import _fields, admit, budget, classify, decide, identity, jsonio
+from flakecore import (
+    _fields,
+    admit,
+    attestation,
+    budget,
+    classify,
+    decide,
+    identity,
+    jsonio,
+    timeutil,
+)
 from flakecore.decision import Decision
+from flakecore.digest import is_digest
 from flakecore.errors import InputError
 from flakecore.gate import _reaper, basetrust, guard
 from flakecore.gate.config import DEFAULT_FIXTURE_GLOBS
@@ -32,6 +45,8 @@ from flakecore.gate.guard import POLICY_TABLE
 from flakecore.jsonio import loads_strict
 from flakecore.policy import PolicySource
 from flakecore.records import DECIDE_FIELDS
+
+classify_module = importlib.import_module("flakecore.classify")
 
 #: Strings with every kind of character JSON text can spell, lone surrogates included.
 TEXT = st.text(
@@ -427,3 +442,132 @@ def test_with_policy_source_is_what_evolve_gives(kind: str) -> None:
             assert type(fast) is type(slow) and fast == slow
             assert fast.to_json() == slow.to_json()
             assert list(fast.to_json()) == list(slow.to_json())  # key order too
+            record = start.record(source.to_json())  # what the printer builds
+            assert record == slow.to_json() and list(record) == list(slow.to_json())
+
+
+def _digests_before(value: object, pointer: str = "") -> Iterator[tuple[str, object]]:
+    """The generator the signed-record walk was: every digest with its JSON pointer."""
+    if is_digest(value):
+        yield pointer, value
+    elif isinstance(value, dict):
+        for key in sorted(value):
+            escaped = str(key).replace("~", "~0").replace("/", "~1")
+            yield from _digests_before(value[key], f"{pointer}/{escaped}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _digests_before(item, f"{pointer}/{i}")
+
+
+DIGESTS = st.sampled_from(["a" * 64, "0123456789abcdef" * 4, "A" * 64, "a" * 63, "a" * 65])
+RECORDS = st.recursive(
+    st.none() | st.booleans() | st.integers() | TEXT | DIGESTS,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(["a", "b/c", "~", "~1", "", "pinned_sha256"]), inner)
+    ),
+    max_leaves=16,
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(RECORDS)
+def test_the_digest_walk_finds_what_the_generator_found(value: object) -> None:
+    found: list[tuple[str, str]] = []
+    attestation._digests(value, "", found)
+    assert found == list(_digests_before(value))
+
+
+def _replay_problems_before(replays: object) -> list[str]:
+    """classify's replay check as it was: every replay judged, each problem worded."""
+    if not isinstance(replays, list):
+        return ["replays must be a list"]
+    problems: list[str] = []
+    ids: set[str] = set()
+    for i, replay in enumerate(replays):
+        where = f"replays[{i}]"
+        if not isinstance(replay, dict):
+            problems.append(f"{where} is not an object")
+            continue
+        if not classify_module._REPLAY_KEYS.issuperset(replay):
+            extra = sorted(set(replay) - classify_module._REPLAY_KEYS)
+            problems += [f"{where} has unknown field {k!r}" for k in extra]
+        attempt_id = replay.get("attempt_id", _fields.MISSING)
+        passed = replay.get("passed", _fields.MISSING)
+        exit_code, duration = replay.get("exit_code"), replay.get("duration_s")
+        if not _fields.is_nonblank(attempt_id):
+            problems.append(f"{where}.attempt_id is missing or blank")
+        elif attempt_id in ids:
+            problems.append(f"{where}.attempt_id {attempt_id!r} repeats")
+        else:
+            ids.add(str(attempt_id))
+        if not _fields.is_bool(passed):
+            problems.append(f"{where}.passed must be a JSON boolean")
+        if exit_code is not None and not _fields.is_int(exit_code):
+            problems.append(f"{where}.exit_code must be an integer within +-(2^53-1) or null")
+        elif passed is True and exit_code not in (None, 0):
+            problems.append(f"{where} passed with exit code {exit_code}")
+        if duration is not None and not (_fields.is_number(duration) and duration >= 0):
+            problems.append(f"{where}.duration_s must be a number in 0..2^53-1 or null")
+    return problems
+
+
+REPLAY_VALUES: st.SearchStrategy[object] = st.sampled_from(
+    [None, True, False, 0, 1, -1, 2**53, 0.0, 1.5, -0.5, float("inf"), "", " ", "r1", "r2", []]
+)
+REPLAYS = st.lists(
+    st.dictionaries(
+        st.sampled_from(["attempt_id", "passed", "exit_code", "duration_s", "extra"]),
+        REPLAY_VALUES,
+    )
+    | REPLAY_VALUES,
+    max_size=5,
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(REPLAYS | REPLAY_VALUES)
+def test_the_sound_replays_check_is_the_worded_one(replays: object) -> None:
+    assert classify_module._replay_problems(replays) == _replay_problems_before(replays)
+
+
+STAMPS = st.one_of(
+    st.sampled_from(["2026-11-29T12:00:00Z", "2026-11-29T12:00:00", "2026-11-29T25:00:00Z"]),
+    st.builds(
+        "{}-{:02}-{:02}T{:02}:{:02}:{:02}{}{}".format,
+        st.integers(0, 9999).map("{:04}".format),
+        st.integers(0, 13),
+        st.integers(0, 32),
+        st.integers(0, 24),
+        st.integers(0, 60),
+        st.integers(0, 61),
+        st.sampled_from(["", ".5", ".1234567891"]),
+        st.sampled_from(["Z", "z", "+00:00", "-05:00", "+23:59", "+24:00", ""]),
+    ),
+    TEXT,
+)
+
+
+def _parsed_or_refusal(parse: Any, text: str) -> object:
+    try:
+        when = parse(text)
+    except ValueError as exc:
+        return ("refused", str(exc))
+    return (when, when.utcoffset())
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(STAMPS, min_size=1, max_size=4))
+def test_a_kept_timestamp_is_the_one_parsed_afresh(texts: list[str]) -> None:
+    for text in [*texts, *texts]:  # the second time round, from what was kept
+        kept = _parsed_or_refusal(timeutil.parse_rfc3339, text)
+        assert kept == _parsed_or_refusal(timeutil._parse, text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.datetimes(timezones=st.none() | st.timezones()))
+def test_the_kept_evaluation_time_is_formatted_as_each_time(now: Any) -> None:
+    for when in (now, now, now.replace(microsecond=(now.microsecond + 1) % 10**6), now):
+        aware = when.tzinfo is not None and when.utcoffset() is not None
+        got = classify({}, now=when).policy_values["now"]
+        assert got == (timeutil.format_rfc3339(when) if aware else None)
