@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 import attrs
 
 from flakecore._fields import (
+    MAX_SAFE_INTEGER,
     MISSING,
     format_problem,
     is_bool,
@@ -85,10 +86,20 @@ def _replays_sound(replays: list[object]) -> bool:
         if passed is not True and passed is not False:
             return False
         exit_code, duration = replay.get("exit_code"), replay.get("duration_s")
-        if exit_code is not None and (not is_int(exit_code) or (passed and exit_code != 0)):
-            return False
-        if duration is not None and not (is_number(duration) and duration >= 0):
-            return False
+        if exit_code is not None:
+            if type(exit_code) is int:  # is_int, inline for the common type
+                if not -MAX_SAFE_INTEGER <= exit_code <= MAX_SAFE_INTEGER:
+                    return False
+            elif not is_int(exit_code):
+                return False
+            if passed and exit_code != 0:
+                return False
+        if duration is not None:
+            if type(duration) is float or type(duration) is int:  # is_number and >= 0, inline
+                if not 0 <= duration <= MAX_SAFE_INTEGER:  # NaN compares false
+                    return False
+            elif not (is_number(duration) and duration >= 0):
+                return False
     return True
 
 

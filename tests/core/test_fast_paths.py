@@ -513,7 +513,25 @@ def _replay_problems_before(replays: object) -> list[str]:
 
 
 REPLAY_VALUES: st.SearchStrategy[object] = st.sampled_from(
-    [None, True, False, 0, 1, -1, 2**53, 0.0, 1.5, -0.5, float("inf"), "", " ", "r1", "r2", []]
+    [
+        None,
+        True,
+        False,
+        0,
+        1,
+        -1,
+        2**53,
+        0.0,
+        1.5,
+        -0.5,
+        float("inf"),
+        float("nan"),
+        "",
+        " ",
+        "r1",
+        "r2",
+        [],
+    ]
 )
 REPLAYS = st.lists(
     st.dictionaries(
@@ -571,3 +589,23 @@ def test_the_kept_evaluation_time_is_formatted_as_each_time(now: Any) -> None:
         aware = when.tzinfo is not None and when.utcoffset() is not None
         got = classify({}, now=when).policy_values["now"]
         assert got == (timeutil.format_rfc3339(when) if aware else None)
+
+
+budget_module = importlib.import_module("flakecore.budget")
+SEEDS = st.lists(
+    st.one_of(
+        st.integers(-(2**54), 2**54),
+        st.sampled_from([0, 1, 2**53 - 1, 2**53, -(2**53) + 1, -(2**53), True, False, 1.0]),
+        st.sampled_from(["1", "", "a", "11"]),
+        st.none(),
+    ),
+    max_size=10,
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(SEEDS)
+def test_the_seed_list_checks_in_c_loops_are_the_per_seed_ones(seeds: list[object]) -> None:
+    assert budget_module._seeds_ok(seeds) is all(map(_fields.is_seed, seeds))
+    by_value_and_type = {(type(s).__name__, s) for s in seeds}
+    assert budget_module._distinct(seeds) is (len(by_value_and_type) == len(seeds))
