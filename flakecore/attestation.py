@@ -133,31 +133,38 @@ def _record_test_id(record: Mapping[str, object], test_id: str | None) -> str:
     return chosen
 
 
+#: JSON's other plain values: nothing below them to walk.
+_SCALARS: Final = frozenset({bool, int, float})
+
+
 def _digests(value: object, pointer: str, found: list[tuple[str, str]]) -> None:
     """Append every sha256 digest in a JSON value, with its JSON pointer, keys in sorted order.
 
     Depth first, a container's entries in order (a mapping's by sorted key);
-    one recursive call per container rather than a generator per value,
-    since every signed record is walked when it is verified.
+    one recursive call per container rather than a generator per value, and
+    a plain string or number entry judged in place, since every signed
+    record is walked when it is verified.
     """
     if is_digest(value):
         assert isinstance(value, str)
         found.append((pointer, value))
-    elif isinstance(value, Mapping):
-        for key in sorted(value):
-            item = value[key]
-            where = pointer + "/" + str(key).replace("~", "~0").replace("/", "~1")
-            if isinstance(item, (Mapping, list)):
-                _digests(item, where, found)
-            elif is_digest(item):
-                found.append((where, item))
+        return
+    if isinstance(value, Mapping):
+        entries = [
+            (pointer + "/" + str(key).replace("~", "~0").replace("/", "~1"), value[key])
+            for key in sorted(value)
+        ]
     elif isinstance(value, list):
-        for i, item in enumerate(value):
-            where = f"{pointer}/{i}"
-            if isinstance(item, (Mapping, list)):
-                _digests(item, where, found)
-            elif is_digest(item):
+        entries = [(f"{pointer}/{i}", item) for i, item in enumerate(value)]
+    else:
+        return
+    for where, item in entries:
+        kind = type(item)
+        if kind is str:  # a plain string is a digest or nothing
+            if is_digest(item):
                 found.append((where, item))
+        elif item is not None and kind not in _SCALARS:
+            _digests(item, where, found)
 
 
 def subjects(record: Mapping[str, object], test_id: str) -> list[dict[str, object]]:

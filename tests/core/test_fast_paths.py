@@ -461,7 +461,7 @@ def _digests_before(value: object, pointer: str = "") -> Iterator[tuple[str, obj
 
 DIGESTS = st.sampled_from(["a" * 64, "0123456789abcdef" * 4, "A" * 64, "a" * 63, "a" * 65])
 RECORDS = st.recursive(
-    st.none() | st.booleans() | st.integers() | TEXT | DIGESTS,
+    st.none() | st.booleans() | st.integers() | st.floats() | TEXT | DIGESTS,
     lambda inner: (
         st.lists(inner, max_size=4)
         | st.dictionaries(st.sampled_from(["a", "b/c", "~", "~1", "", "pinned_sha256"]), inner)
