@@ -108,6 +108,11 @@ def _replay_problems(replays: object) -> list[str]:
         return ["replays must be a list"]
     if _replays_sound(replays):  # every replay of a well-formed report: no message to build
         return []
+    return _worded_replay_problems(replays)
+
+
+def _worded_replay_problems(replays: list[object]) -> list[str]:
+    """Every problem of every replay, worded (``[]`` exactly when :func:`_replays_sound`)."""
     problems: list[str] = []
     ids: set[str] = set()
     for i, replay in enumerate(replays):
