@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 from collections.abc import Mapping
 from typing import Final, TypeAlias
 
@@ -186,6 +187,12 @@ def subjects(record: Mapping[str, object], test_id: str) -> list[dict[str, objec
     return [first, *rest]
 
 
+@functools.lru_cache(maxsize=64)
+def _formats(kinds: tuple[str, ...]) -> frozenset[str]:
+    """The ``format`` of each kind (a reader asks with the same kinds for every record)."""
+    return frozenset(f"flakecore.{k}" for k in kinds)
+
+
 def _kind_problem(record: Mapping[str, object], kind: Kinds) -> str | None:
     kinds = (kind,) if isinstance(kind, str) else kind
     unknown = [k for k in kinds if k not in SIGNABLE_KINDS]
@@ -193,7 +200,7 @@ def _kind_problem(record: Mapping[str, object], kind: Kinds) -> str | None:
         what = repr(unknown[0]) if unknown else "no kind"
         return f"{what} is not a kind of record flakecore signs ({', '.join(SIGNABLE_KINDS)})"
     name = record.get("format")
-    if name not in {f"flakecore.{k}" for k in kinds}:
+    if name not in _formats(tuple(kinds)):
         expected = " or ".join(f"'flakecore.{k}'" for k in kinds)
         return f"format is {name!r}, expected {expected}: a signed record names its kind"
     if not format_version_ok(record.get("format_version")):
