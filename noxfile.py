@@ -69,7 +69,10 @@ def tests(session: nox.Session) -> None:
     # setuptools and wheel: the isolation e2e tests pip-install a throwaway package offline.
     session.install(*TEST_DEPS, *BENCH_DEPS, "build", "setuptools", "wheel")
     # tests/schemas is the schemas session's: each test runs once per README command.
-    args = session.posargs or ["-m", "not slow", "-p", "no:cacheprovider", "--ignore=tests/schemas"]
+    # Two workers: the e2e tests wait on git and child processes, CI has two cores.
+    args = session.posargs or [
+        "-m", "not slow", "-p", "no:cacheprovider", "--ignore=tests/schemas", "-n", "2",
+    ]  # fmt: skip
     session.run("pytest", *args)
 
 

@@ -461,7 +461,9 @@ def _replayed(
     return holds, results.count(AttemptResult.PASS.value)
 
 
-def observation_packet(record: Mapping[str, object]) -> tuple[dict[str, object] | None, list[str]]:
+def observation_packet(
+    record: Mapping[str, object], *, policy: Policy = DEFAULT_POLICY
+) -> tuple[dict[str, object] | None, list[str]]:
     """The budget packet of a ``budget.json``, checked against the record's own runs.
 
     Returns ``(packet, problems)``: ``problems`` lists every way the packet's
@@ -497,7 +499,8 @@ def observation_packet(record: Mapping[str, object]) -> tuple[dict[str, object] 
         for name, value in expected.items()
         if not _same(packet.get(name), value)
     ]
-    claimed, observed = budget(packet).code, budget({**packet, **expected}).code
+    claimed = budget(packet, policy=policy).code
+    observed = budget({**packet, **expected}, policy=policy).code
     if claimed is not observed:
         problems.append(f"its code is {claimed.value} but its runs give {observed.value}")
     return (None if problems else dict(packet)), problems
@@ -516,7 +519,7 @@ def budget_evidence(
     """
     if record.get("format") != BUDGET_RUN_FORMAT:
         return record, None
-    verified, problems = observation_packet(record)
+    verified, problems = observation_packet(record, policy=policy)
     reasons = [f"not a budget.json budget-run writes: {p}" for p in _shape_problems(record)]
     reasons += [f"the record disagrees with its own runs: {p}" for p in problems]
     if verified is None or reasons:
