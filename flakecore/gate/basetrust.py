@@ -67,6 +67,8 @@ _TOPS: dict[Path, Path] = {}
 #: The directories of those records, by ``(top, parts)``: None until the first record there
 #: is read, then the fd its walk reached (a walk that followed no link), kept for the others.
 _WALKED: dict[tuple[Path, tuple[str, ...]], int | None] = {}
+#: Where each of those records lies in its checkout (``_in_checkout``), by ``(top, path)``.
+_PLACES: dict[tuple[Path, str], str] = {}
 
 
 def _parts(path: str) -> list[str]:
@@ -221,12 +223,14 @@ def base_files(trust: RecordTrust, paths: Sequence[str]) -> Iterator[None]:
         return
     base = trust.base
     wanted: dict[str, list[str]] = {}
+    places: dict[tuple[Path, str], str] = {}
     for path in paths:
         try:
             where = _in_checkout(path, top)
         except Untrusted:
             continue
         if where is not None:
+            places[(top, path)] = where
             name = posixpath.normpath(where)
             wanted.setdefault(posixpath.dirname(name), []).append(name)
     entries: dict[tuple[Path, str, str], TreeEntry | None] = {}
@@ -245,9 +249,12 @@ def base_files(trust: RecordTrust, paths: Sequence[str]) -> Iterator[None]:
     walks = [(top, tuple(d.split("/")) if d else ()) for d in wanted]
     walks = [w for w in walks if w not in _WALKED]  # an enclosing block's stay its own
     _WALKED.update(dict.fromkeys(walks))
+    _PLACES.update(places)
     try:
         yield
     finally:
+        for place in places:
+            _PLACES.pop(place, None)
         for entry_key in entries:
             _ENTRIES.pop(entry_key, None)
         for blob_key in held:
@@ -458,7 +465,7 @@ def read_record_file(
     """
     top = _TOPS.get(trust.checkout) or Path(os.path.realpath(trust.checkout))
     try:
-        where = _in_checkout(path, top)
+        where = _PLACES.get((top, path)) or _in_checkout(path, top)
         if where is not None and trust.base is not None:
             verdict = read_trusted_record(
                 top, trust.base, where, keys=trust.keys, kind=kind, check=check, test_id=test_id

@@ -89,6 +89,7 @@ def test_every_kind_of_entry_is_judged_as_alone(
     assert valid == {*(f"t::same{i}" for i in range(5)), "t::signed"}
     assert not basetrust._ENTRIES and not basetrust._BLOBS  # nothing kept after the block
     assert not basetrust._WALKED  # and every directory fd it held is closed
+    assert not basetrust._PLACES
 
 
 @pytest.mark.parametrize("shape", ["link", "submodule", "plain"])
