@@ -33,7 +33,6 @@ from flakecore.codes import PolicyName
 from flakecore.decision import Decision
 from flakecore.errors import UsageError
 from flakecore.exits import EXIT_IOERR, EXIT_OK
-from flakecore.policy import PolicySource
 
 if TYPE_CHECKING:
     from flakecore.classify import ClassifyDecision
@@ -161,7 +160,7 @@ class Output:
         self.title = title
         self.form = form
         self._rows: list[SummaryRow] = []
-        self._source: PolicySource | None = None
+        self._source_json: dict[str, object] | None = None
         self._notes: list[str] = []
 
     @classmethod
@@ -178,17 +177,21 @@ class Output:
         on stderr by every verb.  Both are printed by :meth:`finish`, so a
         verb that fails on the way still fails with one line.
         """
-        self._source = configured.source
+        self._source_json = configured.source.to_json()
         self._notes = [configured.describe()] if announce else []
         reason = configured.scored_table_reason
         if reason is not None:
             self._notes.append(reason)
 
     def decision(self, decision: Decision[Any]) -> dict[str, object]:
-        """A decision's record, with the policy source of :meth:`use` (when it was called)."""
-        if self._source is not None:
-            decision = decision.with_policy_source(self._source)
-        return decision.to_json()
+        """A decision's record, with the policy source of :meth:`use` (when it was called).
+
+        The source's JSON is built once, in :meth:`use`, and each record
+        holds a copy of it.
+        """
+        if self._source_json is None:
+            return decision.to_json()
+        return decision.record(_copied(self._source_json))
 
     def emit(self, result: Result) -> None:
         """Print ``result`` in the chosen form (for GitHub: its annotation, now)."""
@@ -215,3 +218,8 @@ class Output:
             return exit_code
         warn(error)
         return EXIT_IOERR if exit_code == EXIT_OK else exit_code
+
+
+def _copied(source: dict[str, object]) -> dict[str, object]:
+    """A policy source's JSON, its lists copied too: no two records share a mutable part."""
+    return {k: list(v) if isinstance(v, list) else v for k, v in source.items()}

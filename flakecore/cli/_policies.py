@@ -280,7 +280,7 @@ def _runner(name: PolicyName) -> Callable[[argparse.Namespace], int]:
             if not args.files:
                 packets = [(Packet("", _report_from_flags(args)), None)]
             else:
-                packets = list(_read(args.files, configured, _KIND[name]))
+                packets = _read(args.files, configured, _KIND[name])
         elif not args.files:
             raise UsageError(f"{name.value}: give packet files, or - for JSON Lines on stdin")
         else:
