@@ -200,7 +200,7 @@ def _kind_problem(record: Mapping[str, object], kind: Kinds) -> str | None:
         what = repr(unknown[0]) if unknown else "no kind"
         return f"{what} is not a kind of record flakecore signs ({', '.join(SIGNABLE_KINDS)})"
     name = record.get("format")
-    if name not in _formats(tuple(kinds)):
+    if not isinstance(name, str) or name not in _formats(tuple(kinds)):
         expected = " or ".join(f"'flakecore.{k}'" for k in kinds)
         return f"format is {name!r}, expected {expected}: a signed record names its kind"
     if not format_version_ok(record.get("format_version")):
