@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterator, Mapping
+import functools
+from collections.abc import Mapping
 from typing import Final, TypeAlias
 
 import attrs
@@ -133,18 +134,38 @@ def _record_test_id(record: Mapping[str, object], test_id: str | None) -> str:
     return chosen
 
 
-def _digests(value: object, pointer: str = "") -> Iterator[tuple[str, str]]:
-    """Every sha256 digest in a JSON value, with its JSON pointer, keys in sorted order."""
+#: JSON's other plain values: nothing below them to walk.
+_SCALARS: Final = frozenset({bool, int, float})
+
+
+def _digests(value: object, pointer: str, found: list[tuple[str, str]]) -> None:
+    """Append every sha256 digest in a JSON value, with its JSON pointer, keys in sorted order.
+
+    Depth first, a container's entries in order (a mapping's by sorted key);
+    one recursive call per container rather than a generator per value, and
+    a plain string or number entry judged in place, since every signed
+    record is walked when it is verified.
+    """
     if is_digest(value):
         assert isinstance(value, str)
-        yield pointer, value
-    elif isinstance(value, Mapping):
-        for key in sorted(value):
-            escaped = str(key).replace("~", "~0").replace("/", "~1")
-            yield from _digests(value[key], f"{pointer}/{escaped}")
+        found.append((pointer, value))
+        return
+    if isinstance(value, Mapping):
+        entries = [
+            (pointer + "/" + str(key).replace("~", "~0").replace("/", "~1"), value[key])
+            for key in sorted(value)
+        ]
     elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _digests(item, f"{pointer}/{i}")
+        entries = [(f"{pointer}/{i}", item) for i, item in enumerate(value)]
+    else:
+        return
+    for where, item in entries:
+        kind = type(item)
+        if kind is str:  # a plain string is a digest or nothing
+            if is_digest(item):
+                found.append((where, item))
+        elif item is not None and kind not in _SCALARS:
+            _digests(item, where, found)
 
 
 def subjects(record: Mapping[str, object], test_id: str) -> list[dict[str, object]]:
@@ -160,10 +181,16 @@ def subjects(record: Mapping[str, object], test_id: str) -> list[dict[str, objec
         "name": test_id,
         "digest": {"sha256": canonical_json_sha256(dict(record))},
     }
-    rest: list[dict[str, object]] = [
-        {"name": p, "digest": {"sha256": d}} for p, d in _digests(record)
-    ]
+    found: list[tuple[str, str]] = []
+    _digests(record, "", found)
+    rest: list[dict[str, object]] = [{"name": p, "digest": {"sha256": d}} for p, d in found]
     return [first, *rest]
+
+
+@functools.lru_cache(maxsize=64)
+def _formats(kinds: tuple[str, ...]) -> frozenset[str]:
+    """The ``format`` of each kind (a reader asks with the same kinds for every record)."""
+    return frozenset(f"flakecore.{k}" for k in kinds)
 
 
 def _kind_problem(record: Mapping[str, object], kind: Kinds) -> str | None:
@@ -173,7 +200,7 @@ def _kind_problem(record: Mapping[str, object], kind: Kinds) -> str | None:
         what = repr(unknown[0]) if unknown else "no kind"
         return f"{what} is not a kind of record flakecore signs ({', '.join(SIGNABLE_KINDS)})"
     name = record.get("format")
-    if name not in {f"flakecore.{k}" for k in kinds}:
+    if not isinstance(name, str) or name not in _formats(tuple(kinds)):
         expected = " or ".join(f"'flakecore.{k}'" for k in kinds)
         return f"format is {name!r}, expected {expected}: a signed record names its kind"
     if not format_version_ok(record.get("format_version")):

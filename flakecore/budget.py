@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 from flakecore._fields import (
+    MAX_SAFE_INTEGER,
     MISSING,
     format_problem,
     is_bool,
@@ -42,7 +44,7 @@ def _malformed(packet: Mapping[str, object]) -> list[str]:
     if holds is MISSING or not (holds is None or is_bool(holds)):
         reasons.append("property_holds must be a boolean, or null when not scored")
     seeds = packet.get("seeds", MISSING)
-    if not isinstance(seeds, list) or not all(map(is_seed, seeds)):
+    if not isinstance(seeds, list) or not _seeds_ok(seeds):
         reasons.append("seeds must be a list of strings or integers (larger than 2^53-1: strings)")
     passes = packet.get("passes", MISSING)
     if passes is MISSING or not (passes is None or is_count(passes)):
@@ -53,6 +55,30 @@ def _malformed(packet: Mapping[str, object]) -> list[str]:
     if opened is not MISSING and not is_commit_id(opened):
         reasons.append("opened_against must be a full commit id")
     return reasons
+
+
+def _plain(seeds: list[object]) -> type | None:
+    """``int`` or ``str`` when every seed is exactly one of those types, else None."""
+    kinds = set(map(type, seeds))
+    return kinds.pop() if len(kinds) == 1 and kinds <= {int, str} else None
+
+
+def _seeds_ok(seeds: list[object]) -> bool:
+    """``all(map(is_seed, seeds))``, in C loops for a list of plain integers or strings."""
+    kind = _plain(seeds)
+    if kind is str:
+        return True
+    if kind is int:
+        ints = cast("list[int]", seeds)
+        return min(ints) >= -MAX_SAFE_INTEGER and max(ints) <= MAX_SAFE_INTEGER
+    return all(map(is_seed, seeds))
+
+
+def _distinct(seeds: Sequence[object]) -> bool:
+    """No seed twice, by value and type; one set for a list of plain integers or strings."""
+    if isinstance(seeds, list) and _plain(seeds) is not None:
+        return len(set(seeds)) == len(seeds)
+    return len({_seed_key(s) for s in seeds}) == len(seeds)
 
 
 def _seed_key(seed: object) -> tuple[str, object]:
@@ -66,7 +92,7 @@ def _budget_problems(seeds: Sequence[object], passes: object, n: int, minimum: i
         problems.append(f"budget {n} is below the minimum of {minimum}")
     if len(seeds) != n:
         problems.append(f"{plural(len(seeds), 'committed seed')} for a budget of {n}")
-    if len({_seed_key(s) for s in seeds}) != len(seeds):
+    if not _distinct(seeds):
         problems.append("a committed seed repeats")
     if passes is None:
         problems.append("the seed runs never started")

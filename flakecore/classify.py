@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 import attrs
 
 from flakecore._fields import (
+    MAX_SAFE_INTEGER,
     MISSING,
     format_problem,
     is_bool,
@@ -59,9 +60,9 @@ class ClassifyDecision(Decision[ClassifyClass]):
         """The one-line form CI logs show: ``exit=4 class=flake freeze=eligible``."""
         return f"exit={self.exit_code} class={self.code.value.lower()} freeze={self.freeze}"
 
-    def to_json(self) -> dict[str, object]:
+    def record(self, policy_source: dict[str, object] | None) -> dict[str, object]:
         """The decision record, with the lease permission beside the class."""
-        data = super().to_json()
+        data = super().record(policy_source)
         data.update(
             freeze_allowed=self.freeze_allowed,
             freeze=self.freeze,
@@ -72,9 +73,46 @@ class ClassifyDecision(Decision[ClassifyClass]):
         return data
 
 
+def _replays_sound(replays: list[object]) -> bool:
+    """Whether :func:`_replay_problems` finds nothing: the same rules, without the wording."""
+    ids: set[str] = set()
+    for replay in replays:
+        if not isinstance(replay, dict) or not _REPLAY_KEYS.issuperset(replay):
+            return False
+        attempt_id, passed = replay.get("attempt_id"), replay.get("passed")
+        if not isinstance(attempt_id, str) or not attempt_id.strip() or attempt_id in ids:
+            return False
+        ids.add(attempt_id)
+        if passed is not True and passed is not False:
+            return False
+        exit_code, duration = replay.get("exit_code"), replay.get("duration_s")
+        if exit_code is not None:
+            if type(exit_code) is int:  # is_int, inline for the common type
+                if not -MAX_SAFE_INTEGER <= exit_code <= MAX_SAFE_INTEGER:
+                    return False
+            elif not is_int(exit_code):
+                return False
+            if passed and exit_code != 0:
+                return False
+        if duration is not None:
+            if type(duration) is float or type(duration) is int:  # is_number and >= 0, inline
+                if not 0 <= duration <= MAX_SAFE_INTEGER:  # NaN compares false
+                    return False
+            elif not (is_number(duration) and duration >= 0):
+                return False
+    return True
+
+
 def _replay_problems(replays: object) -> list[str]:
     if not isinstance(replays, list):
         return ["replays must be a list"]
+    if _replays_sound(replays):  # every replay of a well-formed report: no message to build
+        return []
+    return _worded_replay_problems(replays)
+
+
+def _worded_replay_problems(replays: list[object]) -> list[str]:
+    """Every problem of every replay, worded (``[]`` exactly when :func:`_replays_sound`)."""
     problems: list[str] = []
     ids: set[str] = set()
     for i, replay in enumerate(replays):
@@ -139,6 +177,21 @@ def lease_window_problems(
     return problems
 
 
+#: The last evaluation time formatted, and its text: a batch judges every report at one ``now``.
+_last_now: list[tuple[dt.datetime, str | None]] = []
+
+
+def _now_text(now: dt.datetime) -> str | None:
+    """``now`` in RFC 3339 (None when it is naive), kept for the same ``now`` object."""
+    last = _last_now[0] if _last_now else None
+    if last is not None and last[0] is now:  # a datetime is immutable: the same object, one text
+        return last[1]
+    aware = now.tzinfo is not None and now.utcoffset() is not None
+    text = format_rfc3339(now) if aware else None
+    _last_now[:] = [(now, text)]
+    return text
+
+
 def _incomplete(packet: Mapping[str, object]) -> list[str]:
     reasons: list[str] = []
     if (problem := format_problem(packet, "classify-report")) is not None:
@@ -172,8 +225,7 @@ def classify(
     """
     data = report.to_json() if isinstance(report, ClassifyReport) else report
     values = policy.values("replay_budget", "max_lease_days")
-    aware = now.tzinfo is not None and now.utcoffset() is not None
-    values["now"] = format_rfc3339(now) if aware else None
+    values["now"] = _now_text(now)
 
     def verdict(
         code: ClassifyClass, *reasons: str, replays: Sequence[Mapping[str, object]] = ()

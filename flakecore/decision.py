@@ -64,6 +64,15 @@ class Decision(Generic[CodeT]):
 
     def to_json(self) -> dict[str, object]:
         """The decision record (schemas/decision.v1.json)."""
+        source = self.policy_source
+        return self.record(None if source is None else source.to_json())
+
+    def record(self, policy_source: dict[str, object] | None) -> dict[str, object]:
+        """The decision record with ``policy_source`` as its source's JSON (None: it has none).
+
+        ``with_policy_source(s).to_json()`` is ``record(s.to_json())``: a
+        printer of many decisions from one policy encodes that source once.
+        """
         data: dict[str, object] = {
             "format": DECISION_FORMAT,
             "format_version": DECISION_FORMAT_VERSION,
@@ -74,6 +83,6 @@ class Decision(Generic[CodeT]):
             "reasons": list(self.reasons),
             "policy_values": dict(self.policy_values),
         }
-        if self.policy_source is not None:
-            data["policy_source"] = self.policy_source.to_json()
+        if policy_source is not None:
+            data["policy_source"] = policy_source
         return data

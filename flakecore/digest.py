@@ -9,7 +9,6 @@ something else (docs/trust.md).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 
@@ -52,6 +51,8 @@ def commit_id_problem(name: str, value: object) -> str | None:
 
 def sha256_bytes(data: bytes) -> str:
     """Lowercase hex sha256 of ``data``."""
+    import hashlib  # noqa: PLC0415 - OpenSSL's start-up is paid only by a verb that hashes
+
     return hashlib.sha256(data).hexdigest()
 
 
@@ -64,6 +65,8 @@ def file_sha256(
     its directory is an :class:`~flakecore.errors.InputError`, and so is a
     file over ``limit`` bytes.  ``source`` names the file in errors.
     """
+    import hashlib  # noqa: PLC0415 - as in sha256_bytes
+
     h = hashlib.sha256()
     for chunk in iter_chunks(path, limit, source=source):
         h.update(chunk)

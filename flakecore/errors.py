@@ -5,13 +5,15 @@ decision.  These types exist only for input flakecore cannot read (a file that
 is not JSON, a report that is not XML, a log over the size limit).  Every one
 carries where the problem is, so the CLI can print one line that names the
 file and the position.  :class:`MissingExtra` is the one error for a feature
-whose optional dependencies are not installed (the CLI exits 70 on it).
+whose optional dependencies are not installed (the CLI exits 70 on it), and
+:class:`GitError` the one for a git command that failed.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "FlakecoreError",
+    "GitError",
     "InputError",
     "LimitError",
     "MissingExtra",
@@ -77,6 +79,16 @@ class LimitError(InputError):
 
 class UsageError(FlakecoreError, ValueError):
     """A caller asked for something that makes no sense (bad flag, bad policy value)."""
+
+
+class GitError(FlakecoreError):
+    """A git command failed: not a repository, unknown revision, worktree refused.
+
+    For the gate this is missing evidence (a refusal), never a crash: the
+    message is one line naming the git command and git's own complaint.
+    Defined here, not with the git layer (:mod:`flakecore.gate.worktree`),
+    so the CLI can catch it without importing that layer.
+    """
 
 
 class MissingExtra(FlakecoreError, ImportError):

@@ -185,15 +185,18 @@ def _open_seen(name: str, seen: os.stat_result, where: str, dir_fd: int | None =
 
 
 def _chunks(fd: int, size: int, limit: int, where: str) -> Iterator[bytes]:
-    """Everything ``fd`` reads (closed at the end), refused once past ``limit`` bytes."""
-    with open(fd, "rb", buffering=0, closefd=True) as fh:
+    """Everything ``fd`` reads (closed at the end), refused once past ``limit`` bytes.
+
+    Plain ``os.read`` calls (a file object per record read is a cost of its own).
+    """
+    try:
         if size > limit:
             raise LimitError(f"larger than {limit} bytes", source=where)
         total = 0
         want = min(size + 1, _CHUNK)  # a small file: one read, and one to see its end
         while True:
             try:
-                chunk = fh.read(want)
+                chunk = os.read(fd, want)  # PEP 475: retried on EINTR
             except OSError as exc:
                 raise MissingInputError(
                     f"cannot read: {exc.strerror or exc}", source=where
@@ -205,6 +208,8 @@ def _chunks(fd: int, size: int, limit: int, where: str) -> Iterator[bytes]:
                 raise LimitError(f"larger than {limit} bytes", source=where)
             yield chunk
             want = min(_CHUNK, limit + 1 - total)
+    finally:
+        os.close(fd)
 
 
 def open_stream(path: str | os.PathLike[str], *, source: str | None = None) -> BinaryIO:

@@ -23,6 +23,7 @@ __all__ = [
     "MAX_DOCUMENT_BYTES",
     "canonical_bytes",
     "compact_line",
+    "compact_text",
     "load_object",
     "loads_strict",
 ]
@@ -179,9 +180,14 @@ def canonical_bytes(value: object) -> bytes:
     return _CANONICAL.encode(value).encode("ascii")
 
 
+def compact_text(value: Mapping[str, object]) -> str:
+    """One JSON Lines record as text, without its newline: compact, key order kept, ASCII-only."""
+    return _COMPACT.encode(value)
+
+
 def compact_line(value: Mapping[str, object]) -> bytes:
     """One JSON Lines record: compact, key order kept, ASCII-only, newline-terminated."""
-    return (_COMPACT.encode(value) + "\n").encode("ascii")
+    return (compact_text(value) + "\n").encode("ascii")
 
 
 def _json_type(value: object) -> str:

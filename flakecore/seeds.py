@@ -12,7 +12,6 @@ seed, so a seed recorded in a log can be pinned again through ``{seed}``.
 from __future__ import annotations
 
 import re
-import secrets
 
 from flakecore._fields import MAX_SAFE_INTEGER
 from flakecore.errors import UsageError
@@ -38,4 +37,6 @@ def seed_from_text(text: str) -> Seed:
 
 def fresh_seed() -> int:
     """A seed drawn at random, in ``0 .. 2**32-1`` (every random source takes it as it is)."""
+    import secrets  # noqa: PLC0415 - only a verb that draws a seed pays for it
+
     return secrets.randbelow(2**32)

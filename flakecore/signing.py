@@ -21,6 +21,7 @@ bytes, and only then the payload is parsed.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import types
@@ -29,6 +30,7 @@ from typing import Final
 
 import attrs
 
+from flakecore._env import SIGNING_KEY_ENV
 from flakecore.attestation import (
     PAYLOAD_TYPE,
     Kinds,
@@ -53,9 +55,6 @@ __all__ = [
     "verify_signed",
 ]
 
-#: The environment variable CI sets to the PEM private key a writer signs with.  Every
-#: attempt's environment loses it (:func:`flakecore.gate.runtime.child_env`).
-SIGNING_KEY_ENV: Final = "FLAKECORE_SIGNING_KEY"
 #: A PEM private key is a few hundred bytes; anything this big is not one.
 _MAX_KEY_BYTES: Final = 64 * 1024
 #: What the missing-extra error says the feature is.
@@ -66,8 +65,12 @@ _ED25519: Final = "ed25519"
 RecordProblems = Callable[[Mapping[str, object]], Sequence[str]]
 
 
+@functools.cache
 def _lib() -> types.SimpleNamespace:
-    """securesystemslib and the pieces of cryptography it signs with, or :class:`MissingExtra`."""
+    """securesystemslib and the pieces of cryptography it signs with, or :class:`MissingExtra`.
+
+    Built once (a failed import is not cached: it raises every time).
+    """
     try:
         dsse = importlib.import_module("securesystemslib.dsse")
         exceptions = importlib.import_module("securesystemslib.exceptions")
@@ -177,6 +180,12 @@ def sign_record(
     return data
 
 
+@functools.cache
+def _public_key(key: TrustedKey) -> object:
+    """securesystemslib's ``SSlibKey`` for a trusted key: a value, built once per key."""
+    return _lib().SSlibKey(key.keyid, _ED25519, _ED25519, {"public": key.public})
+
+
 def _verified_signers(
     payload: bytes, signatures: Sequence[tuple[str, bytes]], keys: Sequence[TrustedKey]
 ) -> tuple[TrustedKey, ...]:
@@ -199,9 +208,8 @@ def _verified_signers(
     for keyid, sig in claimed:
         key = trusted[keyid]
         envelope = lib.Envelope(payload, PAYLOAD_TYPE, {keyid: lib.Signature(keyid, sig.hex())})
-        public = lib.SSlibKey(keyid, _ED25519, _ED25519, {"public": key.public})
         try:
-            envelope.verify([public], 1)
+            envelope.verify([_public_key(key)], 1)
         except (lib.UnverifiedSignatureError, ValueError):
             raise Untrusted(
                 TrustReason.BAD_SIGNATURE,
@@ -220,6 +228,7 @@ def verify_signed(
     check: RecordProblems,
     test_id: str | None = None,
     path: str = "<input>",
+    parsed: Mapping[str, object] | None = None,
 ) -> TrustVerdict:
     """Whether a signed record (an envelope's bytes) counts, as a :class:`TrustVerdict`.
 
@@ -232,7 +241,9 @@ def verify_signed(
     names) whose subject digests are its own (for ``test_id`` when
     given); and ``check`` -- the reader's own check of a record of this
     kind -- finds nothing wrong.  ``keys`` must come from the trusted
-    configuration, never from the checkout.
+    configuration, never from the checkout.  ``parsed`` is ``data`` as
+    :func:`~flakecore.jsonio.loads_strict` decoded it, from a caller that
+    looked at it first (it is not decoded again).
     """
     if not keys:
         return refused(
@@ -242,7 +253,7 @@ def verify_signed(
             "([tool.flakecore.trust.keys] in base)",
         )
     try:
-        value = loads_strict(data, source=path)
+        value = loads_strict(data, source=path) if parsed is None else parsed
         envelope = parse_envelope(value)
         signers = _verified_signers(envelope.payload, envelope.signatures, keys)
         opened = open_statement(envelope.payload, kind=kind, test_id=test_id)

@@ -12,7 +12,6 @@ forms, exactly as pytest's ``mangle_test_address`` does, and never guess.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import hashlib
 import re
@@ -90,4 +89,6 @@ def node_id_from_junit(file: str, classname: str, name: str) -> str | None:
 
 def closest_ids(wanted: str, ids: Iterable[str], n: int = CLOSEST) -> list[str]:
     """Up to ``n`` distinct ids most like ``wanted`` (difflib), best first."""
+    import difflib  # noqa: PLC0415 - only a run that names no id it found asks
+
     return difflib.get_close_matches(wanted, list(dict.fromkeys(ids)), n=n)

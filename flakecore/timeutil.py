@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import re
 
 __all__ = ["format_rfc3339", "parse_rfc3339"]
@@ -30,10 +31,17 @@ def parse_rfc3339(text: str) -> dt.datetime:
     """Parse an RFC 3339 timestamp with offset; raise ``ValueError`` otherwise.
 
     A naive timestamp (no offset) gets its own message: docs/policies.md calls it
-    incomplete evidence, not a time in some guessed zone.
+    incomplete evidence, not a time in some guessed zone.  The answers for the
+    last few hundred strings are kept (a datetime is a value; a refusal is
+    raised afresh each time): a lease's expiry is read by several of its checks.
     """
     if not isinstance(text, str):
         raise ValueError("timestamp must be a string")
+    # Only a plain str is a cache key: a subclass may compare equal to another text.
+    return _parsed(text) if type(text) is str else _parse(text)
+
+
+def _parse(text: str) -> dt.datetime:
     m = _RFC3339.fullmatch(text)
     if m is None:
         if _NAIVE.fullmatch(text):
@@ -58,6 +66,9 @@ def parse_rfc3339(text: str) -> dt.datetime:
     except OverflowError:
         raise ValueError(f"{text!r} is outside years 0001..9999 in UTC") from None
     return when
+
+
+_parsed = functools.lru_cache(maxsize=512)(_parse)
 
 
 def format_rfc3339(when: dt.datetime) -> str:

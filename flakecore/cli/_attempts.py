@@ -36,7 +36,7 @@ def _run(args: argparse.Namespace) -> int:
     out = Output.chosen(args, "flakecore attempts")
     configured = config_from_args(args, verb="attempts")
     out.use(configured)
-    policy = configured.config.policy
+    policy = configured.policy
     summary = reduce_logs(args.logs, policy=policy)
     line = (
         f"status={summary.status.value} attempts={summary.attempts} "

@@ -20,7 +20,7 @@ from flakecore.digest import commit_id_problem
 from flakecore.errors import InputError, MissingExtra, MissingInputError, UsageError
 from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT, EXIT_OK
 from flakecore.files import read_bytes, write_atomic
-from flakecore.jsonio import MAX_DOCUMENT_BYTES, compact_line, load_object
+from flakecore.jsonio import MAX_DOCUMENT_BYTES, compact_text, load_object
 from flakecore.timeutil import parse_rfc3339
 
 __all__ = [
@@ -307,7 +307,7 @@ def one_stdin(*names: str | None) -> None:
 
 def write_json_line(record: Mapping[str, object]) -> None:
     """One JSON Lines record on stdout (an :func:`out_line`)."""
-    out_line(compact_line(record)[:-1].decode("ascii"))
+    out_line(compact_text(record))
 
 
 def first_failure(exits: Sequence[int]) -> int:

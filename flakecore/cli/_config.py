@@ -24,20 +24,19 @@ from __future__ import annotations
 import argparse
 import enum
 import os
-from pathlib import Path
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
-from flakecore.errors import UsageError
-from flakecore.gate.basetrust import RecordTrust
+from flakecore.errors import GitError, UsageError
 from flakecore.gate.config import GateConfig, parse_policy_override
-from flakecore.gate.policy_source import (
-    compare_scored_table,
-    load_outside_config,
-    load_trusted_config,
-    scored_table_reason,
-)
-from flakecore.gate.worktree import GitError, repo_toplevel, resolve_commit
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from flakecore.gate.basetrust import RecordTrust
+    from flakecore.policy import Policy, PolicySource
 
 __all__ = ["Configured", "Need", "add_config_arguments", "config_from_args"]
 
@@ -83,16 +82,99 @@ def add_config_arguments(
         )
 
 
-@attrs.frozen(kw_only=True)
 class Configured:
-    """A verb's configuration, and what a record must be to count as its evidence."""
+    """A verb's configuration, and what a record must be to count as its evidence.
 
-    config: GateConfig
-    trust: RecordTrust
+    The record trust (:class:`~flakecore.gate.basetrust.RecordTrust`) is
+    built when it is first asked for, and with neither ``--base`` nor
+    ``--config`` the scored checkout (one git call) is looked up only then
+    too, or when the configuration's ``root`` is.  A pure policy verb
+    without a source judges only the caller's packets and never asks, and
+    ``guard`` needs only the resolved :attr:`base`: neither loads the trust
+    machinery (docs/performance.md).  What is asked gives what the eager
+    lookup gave.
+    """
+
+    __slots__ = ("_base", "_checkout", "_config", "_start", "_table", "_trust")
+
+    def __init__(self, *, config: GateConfig, trust: RecordTrust) -> None:
+        self._table = config
+        self._config: GateConfig | None = config
+        self._trust: RecordTrust | None = trust
+        self._checkout: Path | None = trust.checkout
+        self._base = trust.base
+        self._start = "."
+
+    @classmethod
+    def _deferred(
+        cls, table: GateConfig, config: GateConfig | None, checkout: Path | None, base: str | None
+    ) -> Configured:
+        new = cls.__new__(cls)
+        new._table, new._config, new._trust = table, config, None
+        new._checkout, new._base, new._start = checkout, base, "."
+        return new
+
+    @classmethod
+    def read(cls, config: GateConfig, *, checkout: Path, base: str | None) -> Configured:
+        """A configuration read for ``checkout`` (from ``base``, or a file); trust on first use."""
+        return cls._deferred(config, config, checkout, base)
+
+    @classmethod
+    def defaults(cls, table: GateConfig, *, start: str) -> Configured:
+        """The defaults (``table``: their policy and source), for the checkout holding ``start``."""
+        new = cls._deferred(table, None, None, None)
+        new._start = start
+        return new
+
+    @property
+    def policy(self) -> Policy:
+        """The policy numbers (the checkout is not looked up for them)."""
+        return self._table.policy
+
+    @property
+    def source(self) -> PolicySource:
+        """Where the policy came from (the checkout is not looked up for it)."""
+        return self._table.source
+
+    @property
+    def base(self) -> str | None:
+        """The full commit id of ``--base`` (None: no base), as the record trust has it."""
+        return self._base
+
+    @property
+    def checkout(self) -> Path:
+        """The top of the scored checkout (looked up now if it was not yet)."""
+        if self._checkout is None:
+            self._checkout = self.trust.checkout
+        return self._checkout
+
+    @property
+    def config(self) -> GateConfig:
+        """The whole configuration; for the defaults, rooted at the scored checkout."""
+        if self._config is None:
+            self._config = attrs.evolve(self._table, root=str(self.trust.checkout))
+        return self._config
+
+    @property
+    def trust(self) -> RecordTrust:
+        """Which records count: byte-identical in base, signed by a trusted key, or the job's."""
+        if self._trust is None:
+            from flakecore.gate.basetrust import RecordTrust  # noqa: PLC0415 - the trust layer
+
+            checkout = self._checkout if self._checkout is not None else _checkout(self._start)
+            keys = self._table.trusted_keys
+            self._trust = RecordTrust(checkout=checkout, base=self._base, keys=keys)
+        return self._trust
+
+    @property
+    def judges_records(self) -> bool:
+        """Whether a base or trusted keys decide which records count (else: the caller's)."""
+        keys = self._trust.keys if self._trust is not None else self._table.trusted_keys
+        return self._base is not None or bool(keys)
 
     def describe(self) -> str:
         """One line: where the policy came from and which records count."""
-        source = self.config.source
+        source = self.source
         if source.revision is not None:
             where = f"base {source.revision[:12]}:{source.path}"
         elif source.path is not None:
@@ -106,11 +188,19 @@ class Configured:
     @property
     def scored_table_reason(self) -> str | None:
         """Why a decision notes the patch's own table, or None (:func:`scored_table_reason`)."""
-        return scored_table_reason(self.config)
+        if self.source.revision is None:  # no base table: nothing to compare with
+            return None
+        from flakecore.gate.policy_source import scored_table_reason  # noqa: PLC0415
+
+        return scored_table_reason(self._table)
 
 
 def _checkout(start: str) -> Path:
     """The scored checkout: the git work tree holding ``start``, else ``start`` itself."""
+    from pathlib import Path  # noqa: PLC0415 - as the git layer, loaded when asked for
+
+    from flakecore.gate.worktree import repo_toplevel  # noqa: PLC0415
+
     try:
         return repo_toplevel(Path(start))
     except GitError:
@@ -147,19 +237,39 @@ def config_from_args(
     no_config = getattr(args, "no_config", False)
     if no_config and path:
         raise UsageError("--config and --no-config exclude each other")
+    overrides = getattr(args, "policy_overrides", [])
+    if base is None and not path:
+        if not (no_config or need is Need.POLICY):
+            raise _none_given(verb)
+        if need is Need.TRUST:  # the defaults name no trusted keys, and there is no base
+            raise _no_trust(verb)
+        return Configured.defaults(_with_overrides(GateConfig(), overrides), start=start)
+    # Imported here: the git layer is no start-up cost of a verb without a source.
+    from pathlib import Path  # noqa: PLC0415
+
+    from flakecore.gate.worktree import repo_toplevel, resolve_commit  # noqa: PLC0415
+
     checkout = _checkout(start) if base is None else repo_toplevel(Path(start))
     base_sha = resolve_commit(checkout, base) if base is not None else None
     if path:
+        from flakecore.gate.policy_source import load_outside_config  # noqa: PLC0415
+
         config = load_outside_config(path, checkout=checkout)
-    elif no_config or (base_sha is None and need is Need.POLICY):
+    elif no_config:
         config = GateConfig(root=str(checkout))
-    elif base_sha is not None:
-        config = compare_scored_table(load_trusted_config(checkout, base_sha), checkout=checkout)
     else:
-        raise _none_given(verb)
+        from flakecore.gate.policy_source import (  # noqa: PLC0415
+            compare_scored_table,
+            load_trusted_config,
+        )
+
+        assert base_sha is not None
+        config = compare_scored_table(load_trusted_config(checkout, base_sha), checkout=checkout)
     if need is Need.TRUST and base_sha is None and not config.trusted_keys:
         raise _no_trust(verb)
-    overrides = dict(parse_policy_override(t) for t in getattr(args, "policy_overrides", []))
-    config = config.with_policy(overrides)
-    trust = RecordTrust(checkout=checkout, base=base_sha, keys=config.trusted_keys)
-    return Configured(config=config, trust=trust)
+    return Configured.read(_with_overrides(config, overrides), checkout=checkout, base=base_sha)
+
+
+def _with_overrides(config: GateConfig, flags: Sequence[str]) -> GateConfig:
+    """``config`` with the ``--policy NAME=VALUE`` flags applied."""
+    return config.with_policy(dict(parse_policy_override(t) for t in flags))

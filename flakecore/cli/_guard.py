@@ -16,9 +16,9 @@ from flakecore.cli._common import flat
 from flakecore.cli._config import Need, add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments
+from flakecore.errors import GitError
 from flakecore.exits import EXIT_GUARD_TRIPPED, EXIT_NOINPUT, EXIT_OK
 from flakecore.gate.guard import run_guard
-from flakecore.gate.worktree import GitError
 
 __all__ = ["register"]
 
@@ -82,6 +82,7 @@ def _run(args: argparse.Namespace) -> int:
             fixture_globs=fixture_globs,
             ledger_globs=ledger_globs,
             ledger_dirs=(config.ledger_dir, config.lease_dir),
+            base_sha=configured.base,  # --base, resolved once by the configuration
         )
     except GitError as exc:
         message = f"guard: cannot read the diff: {exc}"

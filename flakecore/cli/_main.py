@@ -14,9 +14,8 @@ from flakecore.cli._common import (
     flush_out,
     input_exit,
 )
-from flakecore.errors import InputError, MissingExtra, UsageError
+from flakecore.errors import GitError, InputError, MissingExtra, UsageError
 from flakecore.exits import EXIT_CANTCREAT, EXIT_IOERR, EXIT_NOINPUT, EXIT_SOFTWARE, EXIT_USAGE
-from flakecore.gate.worktree import GitError
 
 __all__ = ["build_parser", "parser_for", "run"]
 

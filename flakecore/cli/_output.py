@@ -20,25 +20,29 @@ after they are printed, and always before a line goes to stderr and at
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from flakecore.classify import ClassifyDecision
 from flakecore.cli._common import flush_out, out_line, warn, write_json_line
 from flakecore.cli._config import Configured
 from flakecore.cli._github import SummaryRow, append_step_summary
+from flakecore.codes import PolicyName
 from flakecore.decision import Decision
 from flakecore.errors import UsageError
 from flakecore.exits import EXIT_IOERR, EXIT_OK
-from flakecore.policy import PolicySource
+
+if TYPE_CHECKING:
+    from flakecore.classify import ClassifyDecision
 
 __all__ = [
     "FORMATS",
     "Output",
     "Result",
     "add_output_arguments",
+    "as_classify",
     "output_format",
     "reason_text",
 ]
@@ -104,11 +108,31 @@ def output_format(args: argparse.Namespace) -> str:
     return str(chosen or "text")
 
 
+def as_classify(decision: Decision[Any]) -> ClassifyDecision | None:
+    """``decision`` when it is a classify verdict, else None.
+
+    The classify module is imported only for a classify verdict (every one
+    records that policy), so the other verbs do not load it.
+    """
+    if decision.policy is not PolicyName.CLASSIFY:
+        return None
+    return decision if isinstance(decision, _classify_decision()) else None
+
+
+@functools.cache
+def _classify_decision() -> type[ClassifyDecision]:
+    """The class, imported once (an import statement per packet is a batch's cost)."""
+    from flakecore.classify import ClassifyDecision  # noqa: PLC0415 - see as_classify
+
+    return ClassifyDecision
+
+
 def reason_text(decision: Decision[Any]) -> str:
     """Every reason of a decision on one line; a ``FLAKE`` adds why its lease is refused."""
     reasons = "; ".join(decision.reasons)
-    if isinstance(decision, ClassifyDecision) and decision.lease_reasons:
-        reasons += " (lease: " + "; ".join(decision.lease_reasons) + ")"
+    classified = as_classify(decision)
+    if classified is not None and classified.lease_reasons:
+        reasons += " (lease: " + "; ".join(classified.lease_reasons) + ")"
     return reasons
 
 
@@ -136,7 +160,7 @@ class Output:
         self.title = title
         self.form = form
         self._rows: list[SummaryRow] = []
-        self._source: PolicySource | None = None
+        self._source_json: dict[str, object] | None = None
         self._notes: list[str] = []
 
     @classmethod
@@ -153,17 +177,21 @@ class Output:
         on stderr by every verb.  Both are printed by :meth:`finish`, so a
         verb that fails on the way still fails with one line.
         """
-        self._source = configured.config.source
+        self._source_json = configured.source.to_json()
         self._notes = [configured.describe()] if announce else []
         reason = configured.scored_table_reason
         if reason is not None:
             self._notes.append(reason)
 
     def decision(self, decision: Decision[Any]) -> dict[str, object]:
-        """A decision's record, with the policy source of :meth:`use` (when it was called)."""
-        if self._source is not None:
-            decision = decision.with_policy_source(self._source)
-        return decision.to_json()
+        """A decision's record, with the policy source of :meth:`use` (when it was called).
+
+        The source's JSON is built once, in :meth:`use`, and each record
+        holds a copy of it.
+        """
+        if self._source_json is None:
+            return decision.to_json()
+        return decision.record(_copied(self._source_json))
 
     def emit(self, result: Result) -> None:
         """Print ``result`` in the chosen form (for GitHub: its annotation, now)."""
@@ -190,3 +218,8 @@ class Output:
             return exit_code
         warn(error)
         return EXIT_IOERR if exit_code == EXIT_OK else exit_code
+
+
+def _copied(source: dict[str, object]) -> dict[str, object]:
+    """A policy source's JSON, its lists copied too: no two records share a mutable part."""
+    return {k: list(v) if isinstance(v, list) else v for k, v in source.items()}

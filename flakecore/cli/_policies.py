@@ -5,24 +5,21 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flakecore.admit import admit
-from flakecore.attestation import Kinds
-from flakecore.budget import budget
-from flakecore.classify import ClassifyDecision, classify
 from flakecore.cli._common import Packet, file_of, first_failure, parse_now, read_packets
 from flakecore.cli._config import Configured, add_config_arguments, config_from_args
-from flakecore.cli._evidence import each_evidence
 from flakecore.cli._github import SummaryRow
-from flakecore.cli._output import Output, Result, add_output_arguments, reason_text
+from flakecore.cli._output import Output, Result, add_output_arguments, as_classify, reason_text
 from flakecore.codes import AdmitCode, BudgetCode, ClassifyClass, DecideCode, PolicyName
-from flakecore.decide import decide
 from flakecore.decision import DECISION_FORMAT, DECISION_FORMAT_VERSION, Decision
 from flakecore.errors import InputError, UsageError
 from flakecore.exits import ADMIT_EXIT, BUDGET_EXIT, CLASSIFY_EXIT, DECIDE_EXIT
 from flakecore.policy import Policy
-from flakecore.trust import TrustVerdict
+
+if TYPE_CHECKING:
+    from flakecore.attestation import Kinds
+    from flakecore.trust import TrustVerdict
 
 __all__ = ["register"]
 
@@ -59,21 +56,38 @@ _KIND: dict[PolicyName, Kinds] = {
     PolicyName.CLASSIFY: "classify-report",
 }
 
-_JUDGES: dict[PolicyName, Judge] = {
-    PolicyName.ADMIT: lambda p, _now, policy: admit(p, policy=policy),
-    PolicyName.DECIDE: lambda p, _now, policy: decide(p, policy=policy),
-    PolicyName.BUDGET: lambda p, _now, policy: _budget(p, policy),
-    PolicyName.CLASSIFY: lambda p, now, policy: classify(p, now=now, policy=policy),
-}
+
+def _judge(name: PolicyName) -> Judge:
+    """The policy ``name`` names, as the verb calls it on each packet.
+
+    Each policy is imported by the verb that runs it: one verb's start-up
+    does not pay for the other three (docs/performance.md).
+    """
+    if name is PolicyName.ADMIT:
+        from flakecore.admit import admit  # noqa: PLC0415
+
+        return lambda p, _now, policy: admit(p, policy=policy)
+    if name is PolicyName.DECIDE:
+        from flakecore.decide import decide  # noqa: PLC0415
+
+        return lambda p, _now, policy: decide(p, policy=policy)
+    if name is PolicyName.BUDGET:
+        return _budget_judge()
+    from flakecore.classify import classify  # noqa: PLC0415
+
+    return lambda p, now, policy: classify(p, now=now, policy=policy)
 
 
-def _budget(record: Mapping[str, object], policy: Policy) -> AnyDecision:
+def _budget_judge() -> Judge:
     """A budget packet, or budget-run's ``budget.json`` as it is (its packet, checked)."""
-    # Imported here: the seed-run machinery is no start-up cost of the policy verbs.
+    from flakecore.budget import budget  # noqa: PLC0415
     from flakecore.gate.seedrun import budget_evidence  # noqa: PLC0415
 
-    packet, refused = budget_evidence(record, policy=policy)
-    return refused or budget(packet, policy=policy)
+    def judge(record: Mapping[str, object], _now: dt.datetime, policy: Policy) -> AnyDecision:
+        packet, refused = budget_evidence(record, policy=policy)
+        return refused or budget(packet, policy=policy)
+
+    return judge
 
 
 _HELP = {
@@ -225,11 +239,12 @@ def _read(
     pure functions of them); with one, each is read as evidence
     (docs/trust.md), and standard input stays the caller's own.
     """
-    trust = configured.trust
-    if trust.base is None and not trust.keys:
+    if not configured.judges_records:
         for packet in read_packets(files):
             yield packet, None
         return
+    from flakecore.cli._evidence import each_evidence  # noqa: PLC0415
+
     for source, verdict in each_evidence(files, configured, kind=kind):
         if isinstance(verdict, InputError):
             yield Packet(source, None, verdict), None
@@ -240,8 +255,9 @@ def _read(
 
 
 def _text(decision: AnyDecision, source: str) -> str:
-    if isinstance(decision, ClassifyDecision):
-        line = decision.summary_line()
+    classified = as_classify(decision)
+    if classified is not None:
+        line = classified.summary_line()
     else:
         line = f"exit={decision.exit_code} {decision.policy.value}={decision.code.value}"
     reasons = reason_text(decision)
@@ -249,14 +265,13 @@ def _text(decision: AnyDecision, source: str) -> str:
 
 
 def _runner(name: PolicyName) -> Callable[[argparse.Namespace], int]:
-    judge = _JUDGES[name]
-
     def run(args: argparse.Namespace) -> int:
+        judge = _judge(name)
         now = parse_now(args.now)
         out = Output.chosen(args, f"flakecore {name.value}")
         configured = config_from_args(args, verb=name.value)
         out.use(configured)
-        policy = configured.config.policy
+        policy = configured.policy
         packets: Iterable[tuple[Packet, TrustVerdict | None]]
         if name is PolicyName.CLASSIFY:
             flags_given = any(getattr(args, f, None) is not None for f in _FLAG_FIELDS)
@@ -265,7 +280,7 @@ def _runner(name: PolicyName) -> Callable[[argparse.Namespace], int]:
             if not args.files:
                 packets = [(Packet("", _report_from_flags(args)), None)]
             else:
-                packets = list(_read(args.files, configured, _KIND[name]))
+                packets = _read(args.files, configured, _KIND[name])
         elif not args.files:
             raise UsageError(f"{name.value}: give packet files, or - for JSON Lines on stdin")
         else:

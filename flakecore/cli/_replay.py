@@ -19,10 +19,9 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from flakecore.admit import admit_verdict
-from flakecore.budget import budget_verdict
 from flakecore.cli._common import adapters, die, write_record
 from flakecore.cli._config import Configured, Need, add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
@@ -30,10 +29,9 @@ from flakecore.cli._output import Output, Result, add_output_arguments, reason_t
 from flakecore.cli._signing import add_signing_arguments, signer_from_args
 from flakecore.codes import AdmitCode, BudgetCode
 from flakecore.decision import Decision
-from flakecore.errors import UsageError
+from flakecore.errors import GitError, UsageError
 from flakecore.evidence import Attempt
 from flakecore.exits import EXIT_CANTCREAT, EXIT_IOERR
-from flakecore.gate.ledger import stored_bytes
 from flakecore.gate.replay import (
     ExitStatusJudge,
     Judge,
@@ -44,10 +42,10 @@ from flakecore.gate.replay import (
     run_replay,
 )
 from flakecore.gate.runtime import Terminated, adopt_orphans, remove_file, signals_raise
-from flakecore.gate.seedrun import BudgetRunRequest, parse_seeds, run_budget
-from flakecore.gate.worktree import GitError
 from flakecore.policy import DEFAULT_POLICY
-from flakecore.signing import RecordSigner
+
+if TYPE_CHECKING:
+    from flakecore.signing import RecordSigner
 
 __all__ = ["register"]
 
@@ -322,6 +320,11 @@ def _configured(args: argparse.Namespace, verb: str) -> Configured | GitError:
         return exc
 
 
+def _resolved(configured: Configured) -> tuple[Path, str] | None:
+    """The checkout and ``--base`` as the configuration resolved them, for the replay to reuse."""
+    return None if configured.base is None else (configured.checkout, configured.base)
+
+
 def _signer(
     args: argparse.Namespace, configured: Configured, test_id: str | None
 ) -> RecordSigner | None:
@@ -401,6 +404,7 @@ def _run_replay(args: argparse.Namespace) -> int:
                 output=_output_fd(),
                 policy=policy,
                 patch_reader=patch_reader,
+                resolved=_resolved(configured),
             )
     except Terminated as exc:
         return _stopped(exc)
@@ -414,6 +418,8 @@ def _run_replay(args: argparse.Namespace) -> int:
         return die(f"{exc.filename or out}: I/O error: {exc.strerror}", EXIT_IOERR)
     decision = outcome.decision
     if outcome.freeze is not None and signer is not None:
+        from flakecore.gate.ledger import stored_bytes  # noqa: PLC0415 - a signing writer's
+
         body = stored_bytes(
             outcome.freeze, kind="freeze-record", signer=signer, test_id=args.test_id
         )
@@ -445,6 +451,11 @@ def _replay_evidence(args: argparse.Namespace, outcome: ReplayOutcome) -> str:
 
 
 def _run_budget(args: argparse.Namespace) -> int:
+    # Imported here: the seed-run machinery is no start-up cost of replay.
+    from flakecore.budget import budget_verdict  # noqa: PLC0415
+    from flakecore.gate.ledger import stored_bytes  # noqa: PLC0415
+    from flakecore.gate.seedrun import BudgetRunRequest, parse_seeds, run_budget  # noqa: PLC0415
+
     out = Path(args.out)
     remove_file(out)  # a stale observation never stands in for this one
     property_cmd = _shell_words("--property-cmd", args.property_cmd)

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+from flakecore._env import SIGNING_KEY_ENV
 from flakecore.cli._common import warn
 from flakecore.cli._config import Configured
 from flakecore.errors import UsageError
-from flakecore.signing import SIGNING_KEY_ENV, RecordSigner, load_signer
+
+if TYPE_CHECKING:
+    from flakecore.signing import RecordSigner
 
 __all__ = ["KEY_ID_ENV", "add_signing_arguments", "signer_from_args"]
 
@@ -60,6 +63,8 @@ def signer_from_args(args: argparse.Namespace, configured: Configured) -> Record
             f"a signing key needs its id: --key-id ID or ${KEY_ID_ENV} (the name "
             "[tool.flakecore.trust.keys] lists its public key under)"
         )
+    from flakecore.signing import load_signer  # noqa: PLC0415 - only a writer with a key signs
+
     signer = load_signer(
         keyid=keyid,
         checkout=configured.trust.checkout,

@@ -11,15 +11,39 @@ as JSON.  flakecore reads the ``.pth`` files and finders itself (see
 :mod:`flakecore.gate.isolation`).
 
 Standard library only, and plain enough for any Python 3 the replay might
-use: the interpreter that runs this is the command's, not flakecore's.
+use: the interpreter that runs this is the command's, not flakecore's.  It
+imports neither ``typing`` nor, where the C encoder is there, ``json`` (and
+with it ``re``): both cost more than the rest of the probe.
 """
 
 from __future__ import annotations
 
-import json
 import site
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # typing is an import this process does not pay for
+if TYPE_CHECKING:
+    from typing import Any
+try:  # the C encoder json.dumps uses, without importing json
+    from _json import encode_basestring_ascii
+except ImportError:  # an interpreter without it: json's own  # pragma: no cover
+    from json.encoder import encode_basestring_ascii
+
+
+def dumps(value: Any) -> str:
+    """``json.dumps(value)`` for what the probe writes (text, ints, bools, None, lists, dicts)."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return str(encode_basestring_ascii(value))
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(map(dumps, value)) + "]"
+    pairs = (f"{encode_basestring_ascii(k)}: {dumps(v)}" for k, v in value.items())
+    return "{" + ", ".join(pairs) + "}"
 
 
 def main(out: str) -> int:
@@ -56,7 +80,7 @@ def main(out: str) -> int:
         "path": [p for p in sys.path if isinstance(p, str)],
     }
     with open(out, "w") as fh:
-        json.dump(found, fh)
+        fh.write(dumps(found))
     return 0
 
 

@@ -1,9 +1,10 @@
 """The attempt reaper: run one command, then end every process it left behind.
 
-flakecore never starts the command under test itself.  It starts this file
-as its own tiny process (``python -I -S _reaper.py ...``: isolated, no
-``site``, so nothing from the command's environment or the checkout runs in
-it), and the reaper:
+flakecore never starts the command under test itself.  It starts this module
+as its own tiny process (``python -I -S -B -c "...from _reaper import main..."``:
+isolated, no ``site``, this directory appended after the standard library,
+so nothing from the command's environment or the checkout runs in it, and
+the import system uses the compiled module), and the reaper:
 
 1. makes itself the *child subreaper* of everything below it (Linux
    ``prctl(PR_SET_CHILD_SUBREAPER)``): a descendant that double-forks or
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     import signal
     from collections.abc import Callable, Collection, Mapping
     from types import FrameType
+    from typing import Any
 else:  # the C module under ``signal``: the same functions, without building its enums
     import _signal as signal
 
@@ -73,14 +75,43 @@ def _quietly(call: Callable[[int, int], object], pid: int, value: int) -> None:
         pass
 
 
+def _libc_prctl() -> Callable[..., int]:
+    """``ctypes.CDLL(None, use_errno=True).prctl``, built from ``_ctypes`` alone.
+
+    ``import ctypes`` is about half of this process's start-up, paid per
+    attempt; what it does for this one call is four lines of
+    ``ctypes/__init__.py`` (a C ``int`` result, a cdecl function that keeps
+    ``errno``, ``dlopen(NULL, RTLD_LOCAL)``).  An interpreter whose
+    ``_ctypes`` lacks them gets ``ctypes`` itself.
+    """
+    try:
+        import _ctypes  # noqa: PLC0415 - here: flakecore imports this module for its sweep alone
+
+        c: Any = _ctypes  # typeshed describes these through ctypes' classes, not as used here
+
+        class CInt(c._SimpleCData):  # type: ignore[misc] # ctypes.c_int
+            _type_ = "i"
+
+        class Function(c.CFuncPtr):  # type: ignore[misc] # CDLL._FuncPtr, use_errno=True
+            _flags_ = c.FUNCFLAG_CDECL | c.FUNCFLAG_USE_ERRNO
+            _restype_ = CInt
+
+        class Libc:  # what a function pointer reads of its CDLL: the handle
+            _handle = c.dlopen(None, 0)  # ctypes.DEFAULT_MODE is RTLD_LOCAL, 0
+
+        prctl: Callable[..., int] = Function(("prctl", Libc))
+    except (ImportError, AttributeError):
+        import ctypes  # noqa: PLC0415
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    return prctl
+
+
 def _prctl(option: int, value: int) -> bool:
     if not sys.platform.startswith("linux"):
         return False
-    import ctypes  # noqa: PLC0415 - here: flakecore imports this module for its sweep alone
-
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(option, value, 0, 0, 0)) == 0
+        return int(_libc_prctl()(option, value, 0, 0, 0)) == 0
     except (OSError, AttributeError):
         return False
 
@@ -300,7 +331,7 @@ def _run(argv: list[str], timeout: float | None) -> dict[str, object]:
 
 
 def main(args: list[str]) -> int:
-    """``_reaper.py STATUS_FD PARENT_PID TIMEOUT -- COMMAND...`` (TIMEOUT empty: none)."""
+    """``STATUS_FD PARENT_PID TIMEOUT -- COMMAND...`` (TIMEOUT empty: none)."""
     status_fd, parent, timeout = int(args[0]), int(args[1]), args[2]
     assert args[3] == "--" and len(args) > 4
     os.set_inheritable(status_fd, False)  # the command must not hold the status pipe
@@ -320,8 +351,3 @@ def main(args: list[str]) -> int:
     with os.fdopen(status_fd, "w") as out:
         out.write(status_line(status))
     return 0
-
-
-if __name__ == "__main__":
-    code = main(sys.argv[1:])
-    os._exit(code)  # nothing is left to flush or finalize, and flakecore waits for this exit

@@ -64,6 +64,11 @@ _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _ENTRIES: dict[tuple[Path, str, str], TreeEntry | None] = {}
 _BLOBS: dict[tuple[Path, str], bytes] = {}
 _TOPS: dict[Path, Path] = {}
+#: The directories of those records, by ``(top, parts)``: None until the first record there
+#: is read, then the fd its walk reached (a walk that followed no link), kept for the others.
+_WALKED: dict[tuple[Path, tuple[str, ...]], int | None] = {}
+#: Where each of those records lies in its checkout (``_in_checkout``), by ``(top, path)``.
+_PLACES: dict[tuple[Path, str], str] = {}
 
 
 def _parts(path: str) -> list[str]:
@@ -120,10 +125,26 @@ def read_in_checkout(top: Path, path: str, *, limit: int = MAX_DOCUMENT_BYTES) -
     unreadable or over ``limit``.
     """
     parts = _parts(path)
+    key = (top, tuple(parts[:-1]))
+    held = _WALKED.get(key)
+    if held is not None:  # this directory was walked to already, inside base_files
+        return _read_file(held, parts[-1], "/".join(parts), limit)
+    fd = _walk(top, parts[:-1])
+    try:
+        return _read_file(fd, parts[-1], "/".join(parts), limit)
+    finally:
+        if key in _WALKED:  # a directory base_files reads ahead: its fd stays open for the rest
+            _WALKED[key] = fd
+        else:
+            os.close(fd)
+
+
+def _walk(top: Path, directories: Sequence[str]) -> int:
+    """An fd on ``top``'s directory ``directories``, reached without following any link."""
     fd = os.open(top, _DIR_FLAGS)
     try:
-        for i, part in enumerate(parts[:-1]):
-            where = "/".join(parts[: i + 1])
+        for i, part in enumerate(directories):
+            where = "/".join(directories[: i + 1])
             try:
                 inner = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
@@ -134,9 +155,10 @@ def read_in_checkout(top: Path, path: str, *, limit: int = MAX_DOCUMENT_BYTES) -
                 raise Untrusted(
                     TrustReason.NOT_A_FILE, f"{where} is a submodule (gitlink): not this repository"
                 )
-        return _read_file(fd, parts[-1], "/".join(parts), limit)
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd
 
 
 def _has_git(dir_fd: int) -> bool:
@@ -191,7 +213,9 @@ def base_files(trust: RecordTrust, paths: Sequence[str]) -> Iterator[None]:
     base's entry and bytes come from one ``git ls-tree`` per directory and one
     ``git cat-file --batch``, not two git calls (and a ``rev-parse``) per
     file.  A path not read ahead (outside the checkout) is read alone, as
-    always.
+    always.  Each directory of ``paths`` is walked to (without following a
+    link, as for one record) once, at its first record, and that fd serves
+    the others: each file is still opened below it without following a link.
     """
     top = Path(os.path.realpath(trust.checkout))
     if trust.base is None or not is_commit_id(trust.base) or repo_toplevel(top) != top:
@@ -199,12 +223,14 @@ def base_files(trust: RecordTrust, paths: Sequence[str]) -> Iterator[None]:
         return
     base = trust.base
     wanted: dict[str, list[str]] = {}
+    places: dict[tuple[Path, str], str] = {}
     for path in paths:
         try:
             where = _in_checkout(path, top)
         except Untrusted:
             continue
         if where is not None:
+            places[(top, path)] = where
             name = posixpath.normpath(where)
             wanted.setdefault(posixpath.dirname(name), []).append(name)
     entries: dict[tuple[Path, str, str], TreeEntry | None] = {}
@@ -220,15 +246,25 @@ def base_files(trust: RecordTrust, paths: Sequence[str]) -> Iterator[None]:
     _BLOBS.update(held)
     tops = {top: top, trust.checkout: top}  # git's top, and the checkout resolved
     _TOPS.update(tops)
+    walks = [(top, tuple(d.split("/")) if d else ()) for d in wanted]
+    walks = [w for w in walks if w not in _WALKED]  # an enclosing block's stay its own
+    _WALKED.update(dict.fromkeys(walks))
+    _PLACES.update(places)
     try:
         yield
     finally:
+        for place in places:
+            _PLACES.pop(place, None)
         for entry_key in entries:
             _ENTRIES.pop(entry_key, None)
         for blob_key in held:
             _BLOBS.pop(blob_key, None)
         for top_key in tops:
             _TOPS.pop(top_key, None)
+        for walk in walks:
+            fd = _WALKED.pop(walk, None)
+            if fd is not None:
+                os.close(fd)
 
 
 def trusted_by_base(repo: Path, base_sha: str, path: str) -> TrustVerdict:
@@ -302,12 +338,15 @@ def read_trusted_record(
             return refused(path, TrustReason.INVALID_RECORD, "; ".join(problems))
         return opened
     try:
-        signed = is_envelope(loads_strict(data, source=path))
+        value = loads_strict(data, source=path)
     except InputError:
-        signed = False
-    if not signed:
+        value = None
+    if not is_envelope(value):
         return attrs.evolve(verdict, detail=f"{verdict.detail}, and it is not signed", data=data)
-    return verify_signed(data, keys=keys, kind=kind, check=check, test_id=test_id, path=path)
+    assert isinstance(value, dict)
+    return verify_signed(
+        data, keys=keys, kind=kind, check=check, test_id=test_id, path=path, parsed=value
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -390,7 +429,7 @@ def _judge_bytes(
     value = load_object(data, source=path)
     if is_envelope(value):
         return verify_signed(
-            data, keys=trust.keys, kind=kind, check=check, test_id=test_id, path=path
+            data, keys=trust.keys, kind=kind, check=check, test_id=test_id, path=path, parsed=value
         )
     if unsigned is not None:
         verdict = refused(path, TrustReason.NOT_SIGNED, f"{unsigned}, and it is not signed")
@@ -426,7 +465,7 @@ def read_record_file(
     """
     top = _TOPS.get(trust.checkout) or Path(os.path.realpath(trust.checkout))
     try:
-        where = _in_checkout(path, top)
+        where = _PLACES.get((top, path)) or _in_checkout(path, top)
         if where is not None and trust.base is not None:
             verdict = read_trusted_record(
                 top, trust.base, where, keys=trust.keys, kind=kind, check=check, test_id=test_id

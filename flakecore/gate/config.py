@@ -37,14 +37,16 @@ import posixpath
 import re
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
 from flakecore.digest import canonical_json_sha256
 from flakecore.errors import InputError, UsageError
 from flakecore.policy import DEFAULT_POLICY, Policy, PolicySource
-from flakecore.trust import TrustedKey
+
+if TYPE_CHECKING:
+    from flakecore.trust import TrustedKey
 
 __all__ = [
     "CONFIG_KEYS",
@@ -262,6 +264,9 @@ def _trust(value: object) -> tuple[TrustedKey, ...]:
     table = _closed_table(value, "tool.flakecore.trust", _TRUST_KEYS).get("keys", {})
     if not isinstance(table, Mapping):
         raise UsageError("[tool.flakecore.trust] keys must be a table of key id = 'ed25519:<hex>'")
+    # Imported here: a verb with the default configuration does not load the trust layer.
+    from flakecore.trust import TrustedKey  # noqa: PLC0415
+
     keys = sorted((TrustedKey.parse(k, v) for k, v in table.items()), key=lambda k: k.keyid)
     seen: dict[str, str] = {}
     for key in keys:

@@ -86,10 +86,13 @@ class Change:
     @property
     def link(self) -> str | None:
         """``symlink`` or ``submodule`` when either side is one, else None."""
-        modes = {self.old_mode, self.new_mode}
-        if "160000" in modes:
-            return "submodule"
-        return "symlink" if "120000" in modes else None
+        return _link(self.old_mode, self.new_mode)
+
+
+def _link(old_mode: str, new_mode: str) -> str | None:
+    if "160000" in (old_mode, new_mode):
+        return "submodule"
+    return "symlink" if "120000" in (old_mode, new_mode) else None
 
 
 @attrs.frozen(kw_only=True)
@@ -131,24 +134,63 @@ def path_matches(path: str, pattern: str) -> bool:
     return "/" not in pattern and fnmatch.fnmatchcase(path.rsplit("/", 1)[-1], pattern)
 
 
-def _either(patterns: Iterable[str]) -> Callable[[str], object]:
-    """One compiled ``fnmatchcase`` for a set of globs: a match object when any matches."""
-    parts = [f"(?:{fnmatch.translate(p)})" for p in dict.fromkeys(patterns)]
-    if not parts:
-        return lambda _text: None
-    return re.compile("|".join(parts)).match
+def _kind(glob: str) -> str:
+    """How a glob is matched: ``=`` text, ``<`` prefix, ``>`` suffix, ``in`` substring, or ``re``.
+
+    ``*`` matches any text, ``/`` and newlines included (``fnmatchcase``),
+    so a glob whose only magic is one ``*`` at either end, or one at each
+    end, is a string test.
+    """
+    if "?" in glob or "[" in glob:
+        return "re"
+    stars = glob.count("*")
+    if not stars:
+        return "="
+    if stars == 1 and glob.endswith("*"):
+        return "<"
+    if stars == 1 and glob.startswith("*"):
+        return ">"
+    if stars == 2 and glob.startswith("*") and glob.endswith("*") and len(glob) > 2:
+        return "in"
+    return "re"
+
+
+def _one_of(globs: Sequence[str]) -> Callable[[str], bool]:
+    """``fnmatchcase(text, g)`` for any ``g``: string tests where a glob allows, else patterns."""
+    kinds = {glob: _kind(glob) for glob in globs}
+    equal = frozenset(g for g, k in kinds.items() if k == "=")
+    prefixes = tuple(g[:-1] for g, k in kinds.items() if k == "<")
+    suffixes = tuple(g[1:] for g, k in kinds.items() if k == ">")
+    within = [re.escape(g[1:-1]) for g, k in kinds.items() if k == "in"]
+    rest = [f"(?:{fnmatch.translate(g)})" for g, k in kinds.items() if k == "re"]
+    search = re.compile("|".join(within)).search if within else None
+    match = re.compile("|".join(rest)).match if rest else None
+    return lambda text: (
+        text in equal
+        or text.startswith(prefixes)
+        or text.endswith(suffixes)
+        or (search is not None and search(text) is not None)
+        or (match is not None and match(text) is not None)
+    )
 
 
 def _matcher(globs: Iterable[str]) -> Callable[[str], bool]:
-    """``any(path_matches(path, g) for g in globs)``, with two compiled patterns per call.
+    """``any(path_matches(path, g) for g in globs)``, built once per call.
 
     A diff of thousands of paths against a dozen globs is a dozen
-    ``fnmatchcase`` calls per path otherwise.
+    ``fnmatchcase`` calls per path otherwise; most globs (``tests/*``,
+    ``*fixture*``, ``conftest.py``) are string tests, the others compiled
+    patterns.  A glob without ``/`` is also tried on the file name, except
+    a suffix or substring one: with no ``/`` in it, it holds for the name
+    exactly when it holds for the whole path.
     """
-    globs = tuple(globs)
-    whole = _either(globs)
-    name = _either(g for g in globs if "/" not in g)
-    return lambda path: bool(whole(path) or name(path.rsplit("/", 1)[-1]))
+    globs = tuple(dict.fromkeys(globs))
+    whole = _one_of(globs)
+    names = tuple(g for g in globs if "/" not in g and _kind(g) not in (">", "in"))
+    if not names:
+        return whole
+    name = _one_of(names)
+    return lambda path: whole(path) or name(path.rpartition("/")[2])
 
 
 def _dir_reason(path: str, directories: Iterable[str]) -> str | None:
@@ -180,28 +222,62 @@ def guard_paths(
     whose change is known not to touch test configuration.
     """
     changes = [c if isinstance(c, Change) else Change(c) for c in paths]
+    links = {i: c.link for i, c in enumerate(changes) if c.link is not None}
+    return _split(
+        base,
+        [c.path for c in changes],
+        links,
+        fixture_globs,
+        ledger_globs,
+        base_sha=base_sha,
+        ledger_dirs=ledger_dirs,
+        guarded=guarded or {},
+        not_fixtures=not_fixtures,
+    )
+
+
+def _split(
+    base: str,
+    paths: list[str],
+    links: Mapping[int, str],
+    fixture_globs: Iterable[str],
+    ledger_globs: Iterable[str],
+    *,
+    base_sha: str,
+    ledger_dirs: Iterable[str],
+    guarded: Mapping[str, str],
+    not_fixtures: Collection[str],
+) -> GuardResult:
+    """:func:`guard_paths` over plain paths; ``links`` names the symlinks and gitlinks by index.
+
+    A path gets a directory reason only when it is a ledger directory, a
+    parent of one, or below one: the set and prefix test find those
+    without asking :func:`_dir_reason` about every path.
+    """
     is_fixture, is_ledger = _matcher(fixture_globs), _matcher(ledger_globs)
     dirs = tuple(posixpath.normpath(d) for d in ledger_dirs)
+    near = {*dirs, *(d[:i] for d in dirs for i, c in enumerate(d) if c == "/")}
+    below = tuple(d + "/" for d in dirs)
     reasons: dict[str, str] = {}
     ledger: list[str] = []
-    for change in changes:
-        path = change.path
-        why = _dir_reason(path, dirs)
-        if change.link is not None:
-            why = f"a {change.link}: git cannot show what lies behind it"
+    for index, path in enumerate(paths):
+        why = _dir_reason(path, dirs) if path in near or path.startswith(below) else None
+        link = links.get(index)
+        if link is not None:
+            why = f"a {link}: git cannot show what lies behind it"
         if why is not None or is_ledger(path):
             ledger.append(path)
             if why is not None:
                 reasons[path] = why
-    for name, why in (guarded or {}).items():
+    for name, why in guarded.items():
         ledger.append(name)
         reasons[name] = why
     left_out = {*ledger, *not_fixtures}
-    fixture = tuple(c.path for c in changes if c.path not in left_out and is_fixture(c.path))
+    fixture = tuple(p for p in paths if p not in left_out and is_fixture(p))
     return GuardResult(
         base=base,
         base_sha=base_sha,
-        paths=tuple(c.path for c in changes),
+        paths=tuple(paths),
         fixture_paths=fixture,
         ledger_paths=tuple(ledger),
         ledger_reasons=reasons,
@@ -249,18 +325,28 @@ def changed_entries(repo: str, base: str, *, timeout: float = GIT_TIMEOUT_S) -> 
 
 def _entries(repo: str, base_sha: str, timeout: float) -> tuple[Change, ...]:
     """:func:`changed_entries` from a commit id already resolved (no second ``rev-parse``)."""
-    fields = _git_diff(repo, base_sha, timeout).split(b"\0")
-    changes: list[Change] = []
-    for meta, raw in zip(fields[0::2], fields[1::2], strict=False):
+    paths, modes = _raw(repo, base_sha, timeout)
+    return tuple(Change(path, *pair) for path, pair in zip(paths, modes, strict=True))
+
+
+def _raw(repo: str, base_sha: str, timeout: float) -> tuple[list[str], list[tuple[str, str]]]:
+    """The diff's paths in order and each one's (old, new) mode, decoded at once.
+
+    A path that is not UTF-8 keeps its bytes as surrogate escapes; the
+    output is decoded whole, which gives each path what decoding it alone
+    gives (an invalid byte never reaches past the NUL that ends its path).
+    """
+    text = _git_diff(repo, base_sha, timeout).decode("utf-8", "surrogateescape")
+    fields = text.split("\0")
+    paths = fields[1::2]
+    modes: list[tuple[str, str]] = []
+    for meta in fields[0 : 2 * len(paths) : 2]:
         parts = meta.split()
-        if not meta.startswith(b":") or len(parts) < 5:
-            raise GitError(f"git diff --raw printed an entry it should not: {meta[:80]!r}")
-        try:
-            path = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            path = raw.decode("utf-8", "surrogateescape")
-        changes.append(Change(path, parts[0][1:].decode("ascii"), parts[1].decode("ascii")))
-    return tuple(changes)
+        if not meta.startswith(":") or len(parts) < 5 or not (parts[0] + parts[1]).isascii():
+            shown = meta.encode("utf-8", "surrogateescape")[:80]
+            raise GitError(f"git diff --raw printed an entry it should not: {shown!r}")
+        modes.append((parts[0][1:], parts[1]))
+    return paths, modes
 
 
 def changed_paths(repo: str, base: str, *, timeout: float = GIT_TIMEOUT_S) -> tuple[str, ...]:
@@ -314,25 +400,30 @@ def run_guard(
     ledger_globs: Iterable[str],
     ledger_dirs: Iterable[str] = (),
     timeout: float = GIT_TIMEOUT_S,
+    base_sha: str | None = None,
 ) -> GuardResult:
     """Read the diff of ``repo`` since ``base`` and split it; raises :class:`GitError`.
 
     ``ledger_dirs`` (the configured ledger and lease directories, relative to
     the repository top) count as ledger paths with their parents.
+    ``base_sha`` is the commit ``base`` already resolved to in ``repo``
+    (by the configuration), so it is not resolved a second time.
     """
-    base_sha = resolve_commit(Path(repo), base)
-    changes = _entries(repo, base_sha, timeout)
+    base_sha = base_sha or resolve_commit(Path(repo), base)
+    paths, modes = _raw(repo, base_sha, timeout)
+    links = {i: link for i, (old, new) in enumerate(modes) if (link := _link(old, new))}
     guarded: dict[str, str] = {}
     not_fixtures: set[str] = set()
-    if any(c.path == _PYPROJECT for c in changes):
+    if _PYPROJECT in paths:
         table, rest = policy_change(Path(repo), base_sha)
         if table is not None:
             guarded[POLICY_TABLE] = table
         if not rest:
             not_fixtures.add(_PYPROJECT)
-    return guard_paths(
+    return _split(
         base,
-        changes,
+        paths,
+        links,
         fixture_globs,
         ledger_globs,
         base_sha=base_sha,

@@ -462,11 +462,13 @@ class _Replay:
             raise _Refuse(f"the patch reports' attempts of {test_id!r} are flagged: {names}")
         return sum(a.is_miss for a in attempts)
 
-    def run(self, attempts: int, out: Path | None) -> ReplayOutcome:
+    def run(
+        self, attempts: int, out: Path | None, resolved: tuple[Path, str] | None
+    ) -> ReplayOutcome:
         request, policy = self.request, self.policy
         checkout = Path(os.path.abspath(request.checkout))
         try:
-            top = repo_toplevel(checkout)
+            top = repo_toplevel(checkout) if resolved is None else resolved[0]
         except GitError as exc:
             return self.outcome(_decision(policy, AdmitCode.REJECT_INCOMPLETE, str(exc)))
         prop_rel = _repo_path(top, checkout, request.property_file, "--property-file")
@@ -485,7 +487,7 @@ class _Replay:
             if not is_digest(request.claimed_epoch):
                 raise _Refuse("claimed epoch is not a sha256 digest (64 lowercase hex)")
             patch_misses = self.patch_misses()
-            self.base_sha = _resolve_commit(top, request.base)
+            self.base_sha = _resolve_commit(top, request.base) if resolved is None else resolved[1]
             # 2. The unmodified base, detached, outside the checkout; refused unless exact.
             tree = DetachedWorktree(top, self.base_sha)
             worktree = tree.create()
@@ -633,6 +635,7 @@ def run_replay(
     progress: ProgressCallback | None = None,
     output: int = subprocess.DEVNULL,
     patch_reader: ReportReader | None = None,
+    resolved: tuple[Path, str] | None = None,
 ) -> ReplayOutcome:
     """Run the base replay (docs/gate.md) and decide with :func:`flakecore.admit`.
 
@@ -647,10 +650,13 @@ def run_replay(
     stdout and stderr (a file descriptor; discarded by default).
     ``patch_reader`` reads ``request.patch_reports`` (the CLI passes the
     adapters' reader); an unusable patch report raises its
-    :class:`~flakecore.errors.InputError`.
+    :class:`~flakecore.errors.InputError`.  ``resolved`` is the checkout's
+    top and the full commit id ``request.base`` names there, when the
+    caller has just asked git (the CLI's configuration did): they are not
+    asked again.
     """
     if out is not None:
         remove_file(out)
     attempts = _validate(request, policy)
     replay = _Replay(request, judge, policy, progress, output, patch_reader=patch_reader)
-    return replay.run(attempts, out)
+    return replay.run(attempts, out, resolved)

@@ -34,8 +34,8 @@ from types import FrameType
 
 import attrs
 
+from flakecore._env import SIGNING_KEY_ENV
 from flakecore.gate import _reaper
-from flakecore.signing import SIGNING_KEY_ENV
 
 __all__ = [
     "WEAK_CONTAINMENT",
@@ -194,7 +194,7 @@ def substitute(argv: Sequence[str], **values: str) -> tuple[str, ...]:
 def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """Our environment without variables that would point git elsewhere, and without the key.
 
-    The signing key (:data:`~flakecore.signing.SIGNING_KEY_ENV`) never reaches
+    The signing key (:data:`~flakecore._env.SIGNING_KEY_ENV`) never reaches
     a command under test or git; docs/trust.md says what this does not stop
     (a process of the same user reads ``/proc/<pid>/environ``).
     """
@@ -208,8 +208,16 @@ WEAK_CONTAINMENT = (
     "attempts were ended by process group only (no subreaper on this platform): "
     "a descendant that left the group may have outlived its attempt"
 )
-#: The reaper, run as a script: ``python -I -S`` never reads the command's environment.
-_REAPER = os.path.join(os.path.dirname(os.path.abspath(_reaper.__file__)), "_reaper.py")
+#: The reaper's start: ``python -I -S`` never reads the command's environment nor puts the
+#: working directory on the path; the reaper's own directory goes last, after the standard
+#: library, and the import system runs its compiled module when that is current
+#: (compiling the file as a script cost more than the rest of the reaper's start-up);
+#: ``-B``: the reaper writes no bytecode of its own.
+_REAPER_START = (
+    "import os, sys; "
+    f"sys.path.append({os.path.dirname(os.path.abspath(_reaper.__file__))!r}); "
+    "from _reaper import main; os._exit(main(sys.argv[1:]))"
+)
 #: How long a reaper may take past the attempt's timeout before it is killed itself.
 _REAPER_GRACE_S = 30.0
 #: A status line longer than this is no status line.
@@ -361,7 +369,8 @@ def _ended(
 
 def _reaper_argv(status_fd: int, timeout_s: float | None) -> list[str]:
     timeout = "" if timeout_s is None else repr(float(timeout_s))
-    return [sys.executable, "-I", "-S", _REAPER, str(status_fd), str(os.getpid()), timeout, "--"]
+    start = [sys.executable, "-I", "-S", "-B", "-c", _REAPER_START]
+    return [*start, str(status_fd), str(os.getpid()), timeout, "--"]
 
 
 def run_command(

@@ -16,14 +16,13 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
 import attrs
 
-from flakecore.errors import FlakecoreError, UsageError
+from flakecore.errors import GitError, UsageError
 from flakecore.gate.runtime import child_env, signals_deferred
 
 __all__ = [
@@ -41,14 +40,6 @@ __all__ = [
     "tree_entries",
     "tree_entry",
 ]
-
-
-class GitError(FlakecoreError):
-    """A git command failed: not a repository, unknown revision, worktree refused.
-
-    For the gate this is missing evidence (a refusal), never a crash: the
-    message is one line naming the git command and git's own complaint.
-    """
 
 
 def _one_line(text: str) -> str:
@@ -313,6 +304,8 @@ class DetachedWorktree:
 
     def create(self) -> Path:
         """Add the worktree; returns its path.  It must lie outside the checkout."""
+        import tempfile  # noqa: PLC0415 - only a replay makes one: no start-up cost of guard
+
         scratch = Path(
             os.path.realpath(tempfile.mkdtemp(prefix="flakecore-replay-", dir=self._tmp_root))
         )

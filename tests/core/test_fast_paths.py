@@ -7,6 +7,7 @@ as the oracle (it lives in the tests, not in the package).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import posixpath
@@ -14,6 +15,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +25,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from packets import NOW, REPO
 
-from flakecore import _fields, admit, budget, classify, decide, identity, jsonio
+from flakecore import (
+    _fields,
+    admit,
+    attestation,
+    budget,
+    classify,
+    decide,
+    identity,
+    jsonio,
+    timeutil,
+)
 from flakecore.decision import Decision
+from flakecore.digest import is_digest
 from flakecore.errors import InputError
 from flakecore.gate import _reaper, basetrust, guard
 from flakecore.gate.config import DEFAULT_FIXTURE_GLOBS
@@ -32,6 +45,8 @@ from flakecore.gate.guard import POLICY_TABLE
 from flakecore.jsonio import loads_strict
 from flakecore.policy import PolicySource
 from flakecore.records import DECIDE_FIELDS
+
+classify_module = importlib.import_module("flakecore.classify")
 
 #: Strings with every kind of character JSON text can spell, lone surrogates included.
 TEXT = st.text(
@@ -119,7 +134,7 @@ def test_surrogate_escapes_by_hand(data: bytes, refused: bool) -> None:
 
 
 def _reference(data: bytes) -> object:
-    """Every number through the range hooks, as before the fast decoder."""
+    """The range hooks alone: a fresh decoder, no depth check, no surrogate walk."""
     decoder = json.JSONDecoder(
         object_pairs_hook=jsonio._pairs,
         parse_constant=jsonio._constant,
@@ -427,3 +442,141 @@ def test_with_policy_source_is_what_evolve_gives(kind: str) -> None:
             assert type(fast) is type(slow) and fast == slow
             assert fast.to_json() == slow.to_json()
             assert list(fast.to_json()) == list(slow.to_json())  # key order too
+            record = start.record(source.to_json())  # what the printer builds
+            assert record == slow.to_json() and list(record) == list(slow.to_json())
+
+
+def _digests_before(value: object, pointer: str = "") -> Iterator[tuple[str, object]]:
+    """The generator the signed-record walk was: every digest with its JSON pointer."""
+    if is_digest(value):
+        yield pointer, value
+    elif isinstance(value, dict):
+        for key in sorted(value):
+            escaped = str(key).replace("~", "~0").replace("/", "~1")
+            yield from _digests_before(value[key], f"{pointer}/{escaped}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _digests_before(item, f"{pointer}/{i}")
+
+
+DIGESTS = st.sampled_from(["a" * 64, "0123456789abcdef" * 4, "A" * 64, "a" * 63, "a" * 65])
+RECORDS = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | TEXT | DIGESTS,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(["a", "b/c", "~", "~1", "", "pinned_sha256"]), inner)
+    ),
+    max_leaves=16,
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(RECORDS)
+def test_the_digest_walk_finds_what_the_generator_found(value: object) -> None:
+    found: list[tuple[str, str]] = []
+    attestation._digests(value, "", found)
+    assert found == list(_digests_before(value))
+
+
+REPLAY_VALUES: st.SearchStrategy[object] = st.sampled_from(
+    [
+        None,
+        True,
+        False,
+        0,
+        1,
+        -1,
+        2**53,
+        0.0,
+        1.5,
+        -0.5,
+        float("inf"),
+        float("nan"),
+        "",
+        " ",
+        "r1",
+        "r2",
+        [],
+    ]
+)
+REPLAYS = st.lists(
+    st.dictionaries(
+        st.sampled_from(["attempt_id", "passed", "exit_code", "duration_s", "extra"]),
+        REPLAY_VALUES,
+    )
+    | REPLAY_VALUES,
+    max_size=5,
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(REPLAYS | REPLAY_VALUES)
+def test_the_sound_replays_check_is_the_worded_one(replays: object) -> None:
+    if not isinstance(replays, list):
+        assert classify_module._replay_problems(replays) == ["replays must be a list"]
+        return
+    worded = classify_module._worded_replay_problems(replays)
+    assert classify_module._replays_sound(replays) is (worded == [])
+    assert classify_module._replay_problems(replays) == worded
+
+
+STAMPS = st.one_of(
+    st.sampled_from(["2026-11-29T12:00:00Z", "2026-11-29T12:00:00", "2026-11-29T25:00:00Z"]),
+    st.builds(
+        "{}-{:02}-{:02}T{:02}:{:02}:{:02}{}{}".format,
+        st.integers(0, 9999).map("{:04}".format),
+        st.integers(0, 13),
+        st.integers(0, 32),
+        st.integers(0, 24),
+        st.integers(0, 60),
+        st.integers(0, 61),
+        st.sampled_from(["", ".5", ".1234567891"]),
+        st.sampled_from(["Z", "z", "+00:00", "-05:00", "+23:59", "+24:00", ""]),
+    ),
+    TEXT,
+)
+
+
+def _parsed_or_refusal(parse: Any, text: str) -> object:
+    try:
+        when = parse(text)
+    except ValueError as exc:
+        return ("refused", str(exc))
+    return (when, when.utcoffset())
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(STAMPS, min_size=1, max_size=4))
+def test_a_kept_timestamp_is_the_one_parsed_afresh(texts: list[str]) -> None:
+    for text in [*texts, *texts]:  # the second time round, from what was kept
+        kept = _parsed_or_refusal(timeutil.parse_rfc3339, text)
+        assert kept == _parsed_or_refusal(timeutil._parse, text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.datetimes(timezones=st.none() | st.timezones()))
+def test_the_kept_evaluation_time_is_formatted_as_each_time(now: Any) -> None:
+    for when in (now, now, now.replace(microsecond=(now.microsecond + 1) % 10**6), now):
+        aware = when.tzinfo is not None and when.utcoffset() is not None
+        got = classify({}, now=when).policy_values["now"]
+        assert got == (timeutil.format_rfc3339(when) if aware else None)
+
+
+budget_module = importlib.import_module("flakecore.budget")
+SEEDS = st.lists(
+    st.one_of(
+        st.integers(-(2**54), 2**54),
+        st.sampled_from([0, 1, 2**53 - 1, 2**53, -(2**53) + 1, -(2**53), True, False, 1.0]),
+        st.sampled_from(["1", "", "a", "11"]),
+        st.none(),
+    ),
+    max_size=10,
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(SEEDS)
+def test_the_seed_list_checks_in_c_loops_are_the_per_seed_ones(seeds: list[object]) -> None:
+    assert budget_module._seeds_ok(seeds) is all(map(_fields.is_seed, seeds))
+    by_value_and_type = {(type(s).__name__, s) for s in seeds}
+    assert budget_module._distinct(seeds) is (len(by_value_and_type) == len(seeds))

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from packets import REPO
 
 import flakecore
 from flakecore import cli
@@ -165,3 +166,104 @@ def test_each_verbs_help_is_the_full_parsers(verb: str) -> None:
     assert outcome(_main.parser_for([verb, "--help"]), [verb, "--help"]) == outcome(
         _main.build_parser(), [verb, "--help"]
     )
+
+
+EXAMPLES = REPO / "examples"
+#: What a pure policy verb with neither --base nor --config must not load (``budget`` is not
+#: one of them: it also reads budget-run's records, through the seed-run layer): git, the trust
+#: machinery, the other policies, and the stdlib modules only they need.
+NOT_FOR_ONE_PACKET = (
+    "flakecore.gate.worktree",
+    "flakecore.gate.basetrust",
+    "flakecore.gate.policy_source",
+    "flakecore.gate.runtime",
+    "flakecore.trust",
+    "flakecore.signing",
+    "flakecore.attestation",
+    "subprocess",
+    "hashlib",
+)
+POLICY_MODULES = ("flakecore.admit", "flakecore.budget", "flakecore.classify", "flakecore.decide")
+
+
+@pytest.mark.parametrize("verb", ["admit", "decide", "classify"])
+def test_a_policy_verb_without_a_source_loads_no_git_no_trust_and_no_other_policy(
+    verb: str,
+) -> None:
+    packet = sorted((EXAMPLES / verb).glob("*.json"))[0]
+    code = (
+        "import contextlib, io, sys\n"
+        "from flakecore.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    main([{verb!r}, '--no-config', '--now', '2026-11-29T12:00:00Z', {str(packet)!r}])\n"
+        "print(sorted(sys.modules))"
+    )
+    loaded = set(ast.literal_eval(fresh(code)))
+    assert not loaded & set(NOT_FOR_ONE_PACKET)
+    assert loaded & set(POLICY_MODULES) == {f"flakecore.{verb}"}
+
+
+def test_the_defaults_table_digest_is_the_empty_tables() -> None:
+    from flakecore.digest import canonical_json_sha256
+    from flakecore.policy import EMPTY_TABLE_SHA256
+
+    assert canonical_json_sha256({}) == EMPTY_TABLE_SHA256
+
+
+@pytest.mark.parametrize("in_git", [True, False])
+@pytest.mark.parametrize("no_config", [True, False])
+@pytest.mark.parametrize("overrides", [[], ["max_lease_days=7", "default_seeds=3,5"]])
+def test_the_deferred_defaults_are_what_the_eager_lookup_gave(
+    tmp_path: Path, in_git: bool, no_config: bool, overrides: list[str]
+) -> None:
+    """Without a source the checkout is looked up on first use: the same root and trust."""
+    from flakecore.cli._config import config_from_args
+    from flakecore.gate.basetrust import RecordTrust
+    from flakecore.gate.config import GateConfig, parse_policy_override
+
+    top = tmp_path / "checkout"
+    start = top / "sub"
+    start.mkdir(parents=True)
+    if in_git:
+        subprocess.run(["git", "init", "-q", str(top)], check=True)
+    eager_checkout = top.resolve() if in_git else start.resolve()
+    eager = GateConfig(root=str(eager_checkout)).with_policy(
+        dict(parse_policy_override(t) for t in overrides)
+    )
+    args = argparse.Namespace(
+        base=None, config=None, no_config=no_config, policy_overrides=overrides
+    )
+    configured = config_from_args(args, verb="decide", start=str(start))
+    assert not configured.judges_records
+    assert (configured.policy, configured.source) == (eager.policy, eager.source)
+    assert configured.scored_table_reason is None
+    assert configured.config == eager
+    assert configured.trust == RecordTrust(checkout=eager_checkout)
+    assert not configured.judges_records
+
+
+def test_guard_with_no_config_loads_no_trust_layer(tmp_path: Path) -> None:
+    """guard needs the git layer and the resolved base, not the records' trust or signing."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env = ["-c", "user.name=t", "-c", "user.email=t@example.test"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), *env, "commit", "-q", "--allow-empty", "-m", "b"], check=True
+    )
+    code = (
+        "import contextlib, io, sys\n"
+        "from flakecore.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['guard', '--no-config', '--base', 'HEAD', '--repo', {str(repo)!r}]) == 0\n"
+        "print(sorted(sys.modules))"
+    )
+    loaded = set(ast.literal_eval(fresh(code)))
+    assert "flakecore.gate.worktree" in loaded
+    unneeded = {
+        "flakecore.gate.basetrust",
+        "flakecore.signing",
+        "flakecore.attestation",
+        "tempfile",
+    }
+    assert not loaded & unneeded

@@ -638,3 +638,33 @@ def test_github_output_annotates_and_appends_the_step_summary(
     # Nothing was written (a refusal, no --log): the evidence cell names no file.
     assert text.rstrip("\n").endswith(" |  |"), text
     repo.assert_clean()
+
+
+def test_a_replay_given_the_resolved_base_is_the_replay_that_resolves_it(tmp_path: Path) -> None:
+    """The CLI hands the replay the checkout and base its configuration resolved: same outcome."""
+    from flakecore.gate.replay import ExitStatusJudge, ReplayOutcome, ReplayRequest, run_replay
+
+    repo = make_repo(tmp_path)
+    miss_on_even = "import sys; sys.exit(int(sys.argv[1]) % 2)"
+    request = ReplayRequest(
+        checkout=repo.path, base=repo.base, seed="4", command=(sys.executable, "-c", miss_on_even, "{seed}"),
+        property_file=Path(PROPERTY_FILE), epoch_lock=Path(EPOCH_LOCK),
+        claimed_epoch=repo.claimed_epoch, attempts=2, patch_misses=1, property_id=TEST_ID,
+    )  # fmt: skip
+    judge = ExitStatusJudge(frozenset({1}))
+    alone = run_replay(request, judge=judge)
+    given = run_replay(request, judge=judge, resolved=(repo.path.resolve(), repo.base))
+    assert alone.base_sha == repo.base
+
+    def timeless(outcome: ReplayOutcome) -> dict[str, object]:  # attempts differ in duration only
+        data = outcome.to_json()
+        for run in data["replay"]["attempts"]:  # type: ignore[index]
+            del run["duration_s"]
+        return data
+
+    assert timeless(given) == timeless(alone)
+    assert (given.decision.code, given.decision.reasons) == (
+        alone.decision.code,
+        alone.decision.reasons,
+    )
+    assert given.packet == alone.packet and given.packet is not None

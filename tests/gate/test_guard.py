@@ -15,6 +15,7 @@ from flakecore.exits import EXIT_GUARD_TRIPPED
 from flakecore.gate.config import DEFAULT_FIXTURE_GLOBS
 from flakecore.gate.guard import (
     GitError,
+    changed_entries,
     changed_paths,
     guard_paths,
     path_matches,
@@ -378,3 +379,29 @@ def test_any_symlink_in_the_diff_is_a_ledger_path(repo: Path) -> None:
     assert tripped and reasons == {
         "docs/data.json": "a symlink: git cannot show what lies behind it"
     }
+
+
+def test_the_read_in_bulk_is_guard_paths_over_changed_entries(repo: Path) -> None:
+    """run_guard decodes the diff at once and keeps no Change per path: the same result."""
+    base = git(repo, "rev-parse", "main").strip()
+    raw_name = os.fsencode(str(repo)) + b"/tests/caf\xe9_\xff.py"  # not UTF-8
+    with open(raw_name, "w") as fh:
+        fh.write("x\n")
+    os.symlink("src/lib.py", repo / ".flakecore" / "link")
+    write(repo, "src/newline\nname.py", "x\n")
+    write(repo, ".flakecore/leases/x.json", "{}\n")
+    commit(repo, {"tests/test_x.py": None, "docs/fixture_notes.md": "n\n", "conftest.py": "\n"})
+    dirs = (".flakecore/ledger", ".flakecore/leases")
+    fast = run_guard(
+        str(repo), base, fixture_globs=DEFAULT_FIXTURE_GLOBS, ledger_globs=LEDGER_GLOBS,
+        ledger_dirs=dirs,
+    )  # fmt: skip
+    entries = changed_entries(str(repo), base)
+    assert {c.link for c in entries} == {None, "symlink"}
+    slow = guard_paths(
+        base, entries, DEFAULT_FIXTURE_GLOBS, LEDGER_GLOBS, base_sha=fast.base_sha,
+        ledger_dirs=dirs,
+    )  # fmt: skip
+    assert fast == slow
+    assert fast.tripped
+    assert any("\udcff" in p for p in fast.paths) and "src/newline\nname.py" in fast.paths

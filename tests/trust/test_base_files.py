@@ -88,3 +88,31 @@ def test_every_kind_of_entry_is_judged_as_alone(
     valid = {c.test_id for c in alone if c.valid}
     assert valid == {*(f"t::same{i}" for i in range(5)), "t::signed"}
     assert not basetrust._ENTRIES and not basetrust._BLOBS  # nothing kept after the block
+    assert not basetrust._WALKED  # and every directory fd it held is closed
+    assert not basetrust._PLACES
+
+
+@pytest.mark.parametrize("shape", ["link", "submodule", "plain"])
+def test_a_directory_walked_once_refuses_as_each_file_alone(tmp_path: Path, shape: str) -> None:
+    """The read-ahead walks to a directory once; a link or a submodule on the way still refuses."""
+    files = {_name(f"t::r{i}"): lease_bytes(test_id=f"t::r{i}") for i in range(3)}
+    checkout = make_checkout(tmp_path, files)
+    top = checkout.top
+    for name, data in files.items():
+        checkout.write(name.replace(LEASES, "elsewhere"), data)
+    if shape == "link":  # .flakecore/leases -> ../elsewhere: base's bytes, the patch's path
+        os.rename(top / LEASES, tmp_path / "moved")
+        (top / LEASES).symlink_to("../elsewhere")
+    elif shape == "submodule":
+        (top / ".flakecore" / ".git").write_text("gitdir: elsewhere\n")
+    trust = RecordTrust(checkout=top, base=checkout.base)
+    written = str(top / LEASES)
+    alone = [
+        check_file(os.path.join(written, n), trust=trust, now=NOW)
+        for n in sorted(os.listdir(top / LEASES))
+        if _RECORD.fullmatch(n)
+    ]
+    bulk = check_directory(written, trust=trust, now=NOW)
+    assert bulk == alone
+    assert all(c.valid for c in bulk) is (shape == "plain")
+    assert not basetrust._WALKED

@@ -274,6 +274,11 @@ BAD_STATEMENTS: list[tuple[str, bytes, TrustReason]] = [
         statement_bytes(_statement(predicate={**LEASE, "format": "flakecore.run-record"})),
         TrustReason.INVALID_RECORD,
     ),
+    (
+        "a predicate whose format is a list",
+        statement_bytes(_statement(predicate={**LEASE, "format": ["flakecore.lease"]})),
+        TrustReason.INVALID_RECORD,
+    ),
 ]
 
 
