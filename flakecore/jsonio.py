@@ -11,12 +11,18 @@ accepts ``NaN``, and lets lone surrogates through.  Here each of those is an
 from __future__ import annotations
 
 import json
+import json.scanner
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from flakecore.errors import InputError, LimitError
+
+try:
+    import _json
+except ImportError:  # an interpreter without CPython's accelerator: json's own path
+    _json = None  # type: ignore[assignment]
 
 __all__ = [
     "MAX_DEPTH",
@@ -98,7 +104,29 @@ _DECODER = json.JSONDecoder(
 )
 #: A ``\u`` escape of a surrogate (U+D800..U+DFFF).  Strict UTF-8 holds no surrogate,
 #: so a decoded string can hold one only where the text has such an escape.
+#: The decoder's scanner (what ``decode`` runs), built the same way.
+_SCAN = json.scanner.make_scanner(_DECODER)  # type: ignore[arg-type]  # reads its options
+#: What ``decode`` skips before a value (JSON's whitespace), and the empty text.
+_WHITESPACE_OR_EMPTY = frozenset({"", " ", "\t", "\n", "\r"})
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _decode(text: str) -> object:
+    """``_DECODER.decode(text)``; a document with nothing around it skips decode's two layers.
+
+    A document that starts with its value and ends with it (what every JSON
+    Lines record is) is the decoder's one scan; anything else, an error
+    included, is decoded again by ``decode`` itself, for its exact error.
+    """
+    if text[:1] not in _WHITESPACE_OR_EMPTY:
+        try:
+            value, end = _SCAN(text, 0)
+        except (StopIteration, ValueError, RecursionError):
+            pass
+        else:
+            if end == len(text):
+                return value
+    return _DECODER.decode(text)
 
 
 def _walk_strings(value: object) -> Iterator[str]:
@@ -136,7 +164,7 @@ def loads_strict(data: bytes, *, source: str = "<input>", line: int | None = Non
     if not _depth_ok(text):
         raise LimitError(f"JSON nested deeper than {MAX_DEPTH}", source=source, line=line)
     try:
-        value = _DECODER.decode(text)
+        value = _decode(text)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"invalid JSON: {exc.msg}",
@@ -175,14 +203,42 @@ _CANONICAL = json.JSONEncoder(
 _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
 
+def _one_encoder(encoder: json.JSONEncoder) -> Callable[[object], str]:
+    """``encoder.encode`` as one C encoder built once, where CPython's ``_json`` has one.
+
+    ``JSONEncoder.encode`` builds a C encoder for every call (a third of a
+    small record's cost).  This is that encoder, made once with the same
+    options; only the check for circular references is left out, and no
+    record holds a cycle (they are built from decoded JSON and plain values).
+    """
+    if _json is None:
+        return encoder.encode
+    scan = _json.make_encoder(
+        None,
+        encoder.default,
+        _json.encode_basestring_ascii,
+        None,
+        encoder.key_separator,
+        encoder.item_separator,
+        encoder.sort_keys,
+        encoder.skipkeys,
+        encoder.allow_nan,
+    )
+    return lambda value: "".join(scan(value, 0))
+
+
+_CANONICAL_ONCE = _one_encoder(_CANONICAL)
+_COMPACT_ONCE = _one_encoder(_COMPACT)
+
+
 def canonical_bytes(value: object) -> bytes:
     """The canonical encoding that digests hash: sorted keys, compact, ASCII-only, no NaN."""
-    return _CANONICAL.encode(value).encode("ascii")
+    return _CANONICAL_ONCE(value).encode("ascii")
 
 
 def compact_text(value: Mapping[str, object]) -> str:
     """One JSON Lines record as text, without its newline: compact, key order kept, ASCII-only."""
-    return _COMPACT.encode(value)
+    return _COMPACT_ONCE(value)
 
 
 def compact_line(value: Mapping[str, object]) -> bytes:

@@ -193,6 +193,20 @@ class Output:
             return decision.to_json()
         return decision.record(_copied(self._source_json))
 
+    def emit_decision(self, decision: Decision[Any], source: str) -> None:
+        """Print one decision's record, ``input`` set to ``source`` (the JSON form only).
+
+        What ``emit(Result(json={**decision(d), "input": source}))`` prints;
+        the record is encoded at once and not kept, so it holds the policy
+        source's JSON itself rather than a copy.
+        """
+        if self._source_json is None:
+            record = decision.to_json()
+        else:
+            record = decision.record(self._source_json)
+        record["input"] = source
+        write_json_line(record)
+
     def emit(self, result: Result) -> None:
         """Print ``result`` in the chosen form (for GitHub: its annotation, now)."""
         if self.form == "json" and result.json is not None:

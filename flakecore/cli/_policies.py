@@ -304,10 +304,11 @@ def _runner(name: PolicyName) -> Callable[[argparse.Namespace], int]:
             if out.form == "text":  # only the form printed is built: a batch pays per packet
                 out.emit(Result(text=[_text(decision, packet.source)]))
                 continue
+            if out.form == "json":
+                out.emit_decision(decision, packet.source or "flags")
+                continue
             record = {**out.decision(decision), "input": packet.source or "flags"}
-            summary = None
-            if out.form == "github":
-                summary = _summary_row(record, packet, decision.exit_code, reason_text(decision))
+            summary = _summary_row(record, packet, decision.exit_code, reason_text(decision))
             out.emit(Result(json=record, row=summary))
         return out.finish(first_failure(exits))
 

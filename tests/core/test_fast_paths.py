@@ -187,6 +187,45 @@ def test_numbers_and_duplicate_keys_are_judged_as_by_the_hooks(text: str) -> Non
     assert [type(v) for v in got.values()] == [type(v) for v in expected.values()]
 
 
+#: JSON text and near-JSON: values, padding, trailing garbage, every refusal of the hooks.
+JSONISH = st.one_of(
+    st.builds(
+        lambda value, before, after: before + json.dumps(value) + after,
+        VALUES,
+        st.sampled_from(["", " ", "\n", "\t\r "]),
+        st.sampled_from(["", " ", "\n", "x", "}", ",1", " 2"]),
+    ),
+    st.lists(
+        st.sampled_from(
+            ['{', '}', '[', ']', '"a"', '"b"', ':', ',', '1', '-1.5e3', '1e999', 'NaN', '00',
+             'true', 'nul', '"\\u00e9"', '"\\ud800"', '"', ' ', '\n', '\t', 'x', "9" * 41]
+        ),
+        max_size=12,
+    ).map("".join),
+)  # fmt: skip
+
+
+def _outcome(data: bytes) -> object:
+    """What ``loads_strict`` returns, or the type and text of what it raises."""
+    try:
+        return loads_strict(data, source="s", line=None)
+    except InputError as exc:
+        return (type(exc), str(exc))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(JSONISH)
+def test_the_one_scan_decodes_as_decode_does(text: str) -> None:
+    data = text.encode("utf-8", "surrogatepass")
+    fast = _outcome(data)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jsonio, "_decode", jsonio._DECODER.decode)
+        slow = _outcome(data)
+    assert fast == slow
+    if not isinstance(fast, tuple):
+        assert json.dumps(fast) == json.dumps(slow)  # the same types, not only equal values
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(TEXT.filter(lambda t: not _has_lone_surrogate(t)), VALUES, max_size=6))
 def test_the_encoders_write_what_json_dumps_writes(value: dict[str, object]) -> None:
