@@ -60,17 +60,15 @@ class ClassifyDecision(Decision[ClassifyClass]):
         """The one-line form CI logs show: ``exit=4 class=flake freeze=eligible``."""
         return f"exit={self.exit_code} class={self.code.value.lower()} freeze={self.freeze}"
 
-    def record(self, policy_source: dict[str, object] | None) -> dict[str, object]:
-        """The decision record, with the lease permission beside the class."""
-        data = super().record(policy_source)
-        data.update(
-            freeze_allowed=self.freeze_allowed,
-            freeze=self.freeze,
-            lease_reasons=list(self.lease_reasons),
-            replays=self.replays,
-            greens=self.greens,
-        )
-        return data
+    def record_extras(self) -> dict[str, object]:
+        """The lease permission beside the class, in the decision record."""
+        return {
+            "freeze_allowed": self.freeze_allowed,
+            "freeze": self.freeze,
+            "lease_reasons": list(self.lease_reasons),
+            "replays": self.replays,
+            "greens": self.greens,
+        }
 
 
 def _replays_sound(replays: list[object]) -> bool:

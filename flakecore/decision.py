@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import enum
+import functools
+import json
+from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
 
 import attrs
 
 from flakecore.codes import PolicyName
+from flakecore.jsonio import compact_text, compact_value, quote
 from flakecore.policy import PolicySource
 
 __all__ = ["DECISION_FORMAT", "DECISION_FORMAT_VERSION", "Decision"]
@@ -85,4 +89,67 @@ class Decision(Generic[CodeT]):
         }
         if policy_source is not None:
             data["policy_source"] = policy_source
+        data.update(self.record_extras())
         return data
+
+    def record_extras(self) -> dict[str, object]:
+        """The fields a kind of decision records after ``policy_source`` (none here).
+
+        Their names are strings, and neither a base field nor ``input``.
+        """
+        return {}
+
+    def record_text(self, policy_source: str | None, input: str) -> str:
+        """``compact_text({**record(source), "input": input})``, ``policy_source`` as text.
+
+        A printer of many decisions encodes the policy source once, and the
+        fields that depend only on the code (format to ``accepted``) once per
+        code; each record then encodes only its reasons, its values (once
+        per distinct values) and its ``input``.
+        """
+        exit_code, accepted = self.exit_code, self.accepted
+        if type(exit_code) is not int or type(accepted) is not bool:  # the encoder's case
+            source = None if policy_source is None else json.loads(policy_source)
+            return compact_text({**self.record(source), "input": input})
+        parts = [
+            _head(self.policy.value, self.code.value, exit_code, accepted),
+            compact_value(self.reasons if type(self.reasons) is tuple else list(self.reasons)),
+            ',"policy_values":',
+            _values_text(self.policy_values),
+        ]
+        if policy_source is not None:
+            parts += ',"policy_source":', policy_source
+        for key, value in self.record_extras().items():
+            parts += ",", quote(key), ":", compact_value(value)
+        parts += ',"input":', quote(input), "}"
+        return "".join(parts)
+
+
+@functools.lru_cache(maxsize=256)
+def _head(policy: object, code: object, exit_code: int, accepted: bool) -> str:
+    """A record's text up to its reasons: the same for every decision with this code."""
+    head = compact_text(
+        {
+            "format": DECISION_FORMAT,
+            "format_version": DECISION_FORMAT_VERSION,
+            "policy": policy,
+            "code": code,
+            "exit": exit_code,
+            "accepted": accepted,
+        }
+    )
+    return head[:-1] + ',"reasons":'
+
+
+def _values_text(values: Mapping[str, object]) -> str:
+    """``compact_text(values)``; policy values of plain integers and strings are encoded once."""
+    items = tuple(values.items())
+    for key, value in items:
+        if type(key) is not str or (type(value) is not int and type(value) is not str):
+            return compact_text(values)
+    return _plain_values_text(items)
+
+
+@functools.lru_cache(maxsize=256)
+def _plain_values_text(items: tuple[tuple[str, object], ...]) -> str:
+    return compact_text(dict(items))

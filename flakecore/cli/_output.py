@@ -33,6 +33,7 @@ from flakecore.codes import PolicyName
 from flakecore.decision import Decision
 from flakecore.errors import UsageError
 from flakecore.exits import EXIT_IOERR, EXIT_OK
+from flakecore.jsonio import compact_text
 
 if TYPE_CHECKING:
     from flakecore.classify import ClassifyDecision
@@ -161,6 +162,7 @@ class Output:
         self.form = form
         self._rows: list[SummaryRow] = []
         self._source_json: dict[str, object] | None = None
+        self._source_text: str | None = None
         self._notes: list[str] = []
 
     @classmethod
@@ -178,6 +180,7 @@ class Output:
         verb that fails on the way still fails with one line.
         """
         self._source_json = configured.source.to_json()
+        self._source_text = compact_text(self._source_json)
         self._notes = [configured.describe()] if announce else []
         reason = configured.scored_table_reason
         if reason is not None:
@@ -197,15 +200,13 @@ class Output:
         """Print one decision's record, ``input`` set to ``source`` (the JSON form only).
 
         What ``emit(Result(json={**decision(d), "input": source}))`` prints;
-        the record is encoded at once and not kept, so it holds the policy
-        source's JSON itself rather than a copy.
+        the policy source's text is encoded once, in :meth:`use`
+        (:meth:`Decision.record_text <flakecore.decision.Decision.record_text>`).
         """
-        if self._source_json is None:
-            record = decision.to_json()
+        if self._source_text is None:
+            write_json_line({**decision.to_json(), "input": source})
         else:
-            record = decision.record(self._source_json)
-        record["input"] = source
-        write_json_line(record)
+            out_line(decision.record_text(self._source_text, source))
 
     def emit(self, result: Result) -> None:
         """Print ``result`` in the chosen form (for GitHub: its annotation, now)."""

@@ -36,6 +36,7 @@ from flakecore import (
     jsonio,
     timeutil,
 )
+from flakecore.codes import AdmitCode, BudgetCode, ClassifyClass, DecideCode, PolicyName
 from flakecore.decision import Decision
 from flakecore.digest import is_digest
 from flakecore.errors import InputError
@@ -440,6 +441,86 @@ def test_descendants_from_children_files_are_those_of_the_full_walk() -> None:
         proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+PLAIN = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**60), 2**60), st.floats(allow_nan=False), TEXT
+)
+SOURCES = st.one_of(
+    st.none(),
+    st.builds(
+        PolicySource,
+        revision=st.one_of(st.none(), st.just("a" * 40)),
+        path=st.one_of(st.none(), TEXT),
+        overrides=st.lists(TEXT, max_size=2).map(tuple),
+        scored_tree_differs=st.one_of(st.none(), st.booleans()),
+    ),
+)
+
+
+def _decisions() -> st.SearchStrategy[Decision[Any]]:
+    """Decisions of every kind, with every type a Python caller could put in a field."""
+    common = {
+        "exit_code": st.one_of(st.integers(0, 80), st.booleans(), st.just(3.0)),
+        "accepted": st.one_of(st.booleans(), st.integers(0, 1)),
+        "reasons": st.one_of(st.lists(TEXT, max_size=3).map(tuple), st.lists(PLAIN, max_size=2)),
+        "policy_values": st.dictionaries(
+            st.sampled_from(["attempt_cap", "now", "default_seeds"]),
+            st.one_of(PLAIN, st.lists(st.integers(), max_size=3)),
+            max_size=3,
+        ),
+    }
+    kinds = [
+        st.builds(Decision, policy=st.just(name), code=st.sampled_from(list(codes)), **common)
+        for name, codes in [
+            (PolicyName.ADMIT, AdmitCode),
+            (PolicyName.DECIDE, DecideCode),
+            (PolicyName.BUDGET, BudgetCode),
+        ]
+    ]
+    extras = {
+        "freeze_allowed": st.booleans(),
+        "lease_reasons": st.lists(TEXT, max_size=2).map(tuple),
+        "replays": st.integers(0, 9),
+        "greens": st.integers(0, 9),
+    }
+    classified = st.builds(
+        classify_module.ClassifyDecision,
+        policy=st.just(PolicyName.CLASSIFY),
+        code=st.sampled_from(list(ClassifyClass)),
+        **common,
+        **extras,
+    )
+    return st.one_of(*kinds, classified)
+
+
+@settings(max_examples=800, deadline=None)
+@given(_decisions(), SOURCES, TEXT)
+def test_a_decision_record_text_is_what_the_encoder_writes(
+    decision: Decision[Any], source: PolicySource | None, input_: str
+) -> None:
+    source_json = None if source is None else source.to_json()
+    source_text = None if source_json is None else jsonio.compact_text(source_json)
+    try:
+        expected = jsonio.compact_text({**decision.record(source_json), "input": input_})
+    except ValueError:  # an infinite float in the values: refused the same way
+        with pytest.raises(ValueError, match="not JSON compliant"):
+            decision.record_text(source_text, input_)
+        return
+    assert decision.record_text(source_text, input_) == expected
+
+
+@pytest.mark.parametrize("kind", ["admit", "decide", "budget", "classify"])
+def test_the_examples_record_text_is_what_the_encoder_writes(kind: str) -> None:
+    source = PolicySource(revision="a" * 40, path="pyproject.toml", overrides=("attempt_cap",))
+    text = jsonio.compact_text(source.to_json())
+    for path in sorted((REPO / "examples" / kind).glob("*.json")):
+        decision = _judged(kind, json.loads(path.read_text()))
+        expected = {**decision.record(source.to_json()), "input": path.name}
+        assert decision.record_text(text, path.name) == jsonio.compact_text(expected)
+        assert decision.record_text(None, "-:1") == jsonio.compact_text(
+            {**decision.to_json(), "input": "-:1"}
+        )
 
 
 ABS_PATHS = st.lists(st.sampled_from(["", "a", "b", "ab", ".", "..", "é"]), max_size=4).flatmap(
