@@ -14,6 +14,7 @@ __all__ = [
     "FORMAT_KEYS",
     "MAX_SAFE_INTEGER",
     "MISSING",
+    "envelope_sound",
     "format_problem",
     "format_version_ok",
     "is_bool",
@@ -23,6 +24,7 @@ __all__ = [
     "is_number",
     "is_seed",
     "is_v1",
+    "known_keys",
     "unknown_keys",
 ]
 
@@ -83,13 +85,14 @@ def is_seed(value: object) -> bool:
 
 
 @functools.cache
-def _known_keys(allowed: tuple[str, ...]) -> frozenset[str]:
+def known_keys(allowed: tuple[str, ...]) -> frozenset[str]:
+    """Every key a packet with the fields ``allowed`` may carry (its format keys too)."""
     return frozenset((*allowed, *FORMAT_KEYS))
 
 
 def unknown_keys(packet: Mapping[str, object], allowed: tuple[str, ...]) -> list[str]:
     """Keys the packet's schema does not define (a misspelt key is not ignored)."""
-    known = _known_keys(allowed)
+    known = known_keys(allowed)
     if known.issuperset(packet):
         return []
     return sorted(key for key in packet if key not in known)
@@ -109,6 +112,18 @@ def format_problem(packet: Mapping[str, object], kind: str) -> str | None:
     if version is not MISSING and (not isinstance(version, str) or not is_v1(version)):
         return f"format_version {version!r} is not a 1.x version"
     return None
+
+
+def envelope_sound(packet: Mapping[str, object], known: frozenset[str], expected: str) -> bool:
+    """No unknown key and no :func:`format_problem`; ``known`` from :func:`known_keys`.
+
+    ``expected`` is the format name (``flakecore.<kind>``).  A policy's
+    check of a sound packet starts here, without wording anything.
+    """
+    if not known.issuperset(packet) or packet.get("format", expected) != expected:
+        return False
+    version = packet.get("format_version", "1.0")
+    return version == "1.0" or format_version_ok(version)
 
 
 def format_version_ok(value: object) -> bool:

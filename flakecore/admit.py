@@ -6,11 +6,13 @@ from collections.abc import Mapping
 
 from flakecore._fields import (
     MISSING,
+    envelope_sound,
     format_problem,
     is_count,
     is_int,
     is_nonblank,
     is_seed,
+    known_keys,
     unknown_keys,
 )
 from flakecore.codes import AdmitCode, PolicyName
@@ -34,7 +36,33 @@ _DIGESTS = (
 )
 
 
+_KNOWN = known_keys(ADMIT_FIELDS)
+
+
+def _sound(packet: Mapping[str, object]) -> bool:
+    """Whether :func:`_reasons` finds nothing: the same rules, without the wording."""
+    if (
+        not envelope_sound(packet, _KNOWN, "flakecore.admit-packet")
+        or "base_attempts" not in packet
+    ):
+        return False
+    for name in _COUNTS:
+        if not is_int(packet.get(name)):
+            return False
+    for name in _DIGESTS:
+        if not is_digest(packet.get(name)):
+            return False
+    property_id = packet.get("property_id", "-")
+    if not isinstance(property_id, str) or not property_id.strip():
+        return False
+    return is_seed(packet.get("seed", "")) and is_commit_id(packet.get("base_sha", "0" * 40))
+
+
 def _incomplete_reasons(packet: Mapping[str, object]) -> list[str]:
+    return [] if _sound(packet) else _reasons(packet)
+
+
+def _reasons(packet: Mapping[str, object]) -> list[str]:
     reasons: list[str] = []
     if (problem := format_problem(packet, "admit-packet")) is not None:
         reasons.append(problem)

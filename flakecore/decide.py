@@ -4,12 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from flakecore._fields import MISSING, format_problem, is_bool, is_nonblank, unknown_keys
+from flakecore._fields import (
+    MISSING,
+    envelope_sound,
+    format_problem,
+    is_bool,
+    is_nonblank,
+    known_keys,
+    unknown_keys,
+)
 from flakecore.codes import DecideCode, FailureClass, PolicyName
 from flakecore.decision import Decision
-from flakecore.digest import commit_id_problem, is_digest
+from flakecore.digest import commit_id_problem, is_commit_id, is_digest
 from flakecore.exits import DECIDE_EXIT
-from flakecore.identity import runner_id_problem, same_runner
+from flakecore.identity import is_runner_id, runner_id_problem, same_runner
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import DECIDE_FIELDS, DECIDE_IDENTITY_FIELDS, DecidePacket
 
@@ -27,8 +35,52 @@ _RUNNERS = ("local_runner_id", "clean_runner_id")
 _HASHES = ("fixture_hash", "minimized_input_hash", *_ECHOES)
 
 
+_KNOWN = known_keys(DECIDE_FIELDS)
+_OPTIONAL_HASHES = ("clean_fixture_hash", "clean_input_hash")
+
+
+def _sound(packet: Mapping[str, object]) -> bool:
+    """Whether :func:`_reasons` finds nothing: the same rules, without the wording.
+
+    A valid digest, runner id or commit id is a non-blank string, so those
+    fields need only their own test here.
+    """
+    if not envelope_sound(packet, _KNOWN, "flakecore.decide-packet"):
+        return False
+    for name in ("test_id", "oracle_version"):
+        value = packet.get(name)
+        if not isinstance(value, str) or not value.strip():
+            return False
+    if not (
+        is_runner_id(packet.get("local_runner_id"))
+        and is_runner_id(packet.get("clean_runner_id"))
+        and is_digest(packet.get("fixture_hash"))
+        and is_digest(packet.get("minimized_input_hash"))
+        and is_commit_id(packet.get("patch_hash"))
+    ):
+        return False
+    for name in _OPTIONAL_HASHES:  # absent or blank: judged by its own row
+        value = packet.get(name, "")
+        if not isinstance(value, str) or (value.strip() and not is_digest(value)):
+            return False
+    for name in ("local_class", "clean_class"):
+        value = packet.get(name, FailureClass.PASS.value)
+        if not isinstance(value, str) or value not in _CLASSES:
+            return False
+    for name in _BOOLS:
+        value = packet.get(name, True)
+        if value is not True and value is not False:
+            return False
+    return True
+
+
 def _malformed(packet: Mapping[str, object]) -> list[str]:
     """Present-but-wrong fields: incomplete evidence, refused like a missing field."""
+    return [] if _sound(packet) else _reasons(packet)
+
+
+def _reasons(packet: Mapping[str, object]) -> list[str]:
+    """Each present-but-wrong field, worded."""
     reasons: list[str] = []
     if (problem := format_problem(packet, "decide-packet")) is not None:
         reasons.append(problem)

@@ -7,7 +7,14 @@ import datetime as dt
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from flakecore.cli._common import Packet, file_of, first_failure, parse_now, read_packets
+from flakecore.cli._common import (
+    Packet,
+    file_of,
+    first_failure,
+    out_line,
+    parse_now,
+    read_packets,
+)
 from flakecore.cli._config import Configured, add_config_arguments, config_from_args
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments, as_classify, reason_text
@@ -302,7 +309,7 @@ def _runner(name: PolicyName) -> Callable[[argparse.Namespace], int]:
             decision = judge(packet.data, now, policy)
             exits.append(decision.exit_code)
             if out.form == "text":  # only the form printed is built: a batch pays per packet
-                out.emit(Result(text=[_text(decision, packet.source)]))
+                out_line(_text(decision, packet.source))  # what emit(Result(text=[...])) prints
                 continue
             if out.form == "json":
                 out.emit_decision(decision, packet.source or "flags")

@@ -443,6 +443,47 @@ def test_descendants_from_children_files_are_those_of_the_full_walk() -> None:
             proc.stdout.close()
 
 
+#: Field values that sit on each side of every rule of the admit and decide packets.
+FIELD_VALUES: st.SearchStrategy[object] = st.one_of(
+    st.sampled_from(
+        [None, True, False, 0, 1, -1, 2**53, 1.0, "", " ", "\u00a0", "x", "1.0", "1.2", "1.01",
+         "2.0", "flake_shaped", "pass", "deterministic", "a" * 40, "a" * 64, "A" * 64, "a" * 63,
+         "flakecore.decide-packet", "flakecore.admit-packet", "flakecore.budget-packet",
+         "img:local-uncontainerized+nonce:0123456789abcdef",
+         "img:sha256:" + "a" * 64 + "+nonce:0123456789abcdef",
+         "img:" + "a" * 64 + "+nonce:0123456789ABCDEF", [], {}, ["a"]]
+    ),
+    TEXT,
+)  # fmt: skip
+
+
+def _varied(kind: str) -> st.SearchStrategy[dict[str, object]]:
+    """A kind's example packets with fields dropped, replaced, or added."""
+    examples = [
+        json.loads(p.read_text()) for p in sorted((REPO / "examples" / kind).glob("*.json"))
+    ]
+    names = sorted({k for e in examples for k in e} | {"x", "format", "format_version", "seed"})
+    return st.builds(
+        lambda base, drop, change: {
+            **{k: v for k, v in base.items() if k not in drop},
+            **change,
+        },
+        st.sampled_from(examples),
+        st.sets(st.sampled_from(names), max_size=2),
+        st.dictionaries(st.sampled_from(names), FIELD_VALUES, max_size=2),
+    )
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.sampled_from(["admit", "decide"]).flatmap(lambda k: st.tuples(st.just(k), _varied(k))))
+def test_a_sound_packet_is_one_the_worded_check_finds_nothing_in(
+    case: tuple[str, dict[str, object]],
+) -> None:
+    kind, packet = case
+    module = importlib.import_module(f"flakecore.{kind}")
+    assert module._sound(packet) == (module._reasons(packet) == [])
+
+
 PLAIN = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**60), 2**60), st.floats(allow_nan=False), TEXT
 )
