@@ -6,7 +6,6 @@ These helpers say what JSON means, so every policy judges types the same way.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import Final
 
@@ -14,6 +13,7 @@ __all__ = [
     "FORMAT_KEYS",
     "MAX_SAFE_INTEGER",
     "MISSING",
+    "envelope_problems",
     "envelope_sound",
     "format_problem",
     "format_version_ok",
@@ -25,7 +25,6 @@ __all__ = [
     "is_seed",
     "is_v1",
     "known_keys",
-    "unknown_keys",
 ]
 
 
@@ -84,18 +83,9 @@ def is_seed(value: object) -> bool:
     return isinstance(value, str) or is_int(value)
 
 
-@functools.cache
 def known_keys(allowed: tuple[str, ...]) -> frozenset[str]:
     """Every key a packet with the fields ``allowed`` may carry (its format keys too)."""
     return frozenset((*allowed, *FORMAT_KEYS))
-
-
-def unknown_keys(packet: Mapping[str, object], allowed: tuple[str, ...]) -> list[str]:
-    """Keys the packet's schema does not define (a misspelt key is not ignored)."""
-    known = known_keys(allowed)
-    if known.issuperset(packet):
-        return []
-    return sorted(key for key in packet if key not in known)
 
 
 def format_problem(packet: Mapping[str, object], kind: str) -> str | None:
@@ -124,6 +114,16 @@ def envelope_sound(packet: Mapping[str, object], known: frozenset[str], expected
         return False
     version = packet.get("format_version", "1.0")
     return version == "1.0" or format_version_ok(version)
+
+
+def envelope_problems(packet: Mapping[str, object], kind: str, known: frozenset[str]) -> list[str]:
+    """:func:`format_problem` and each unknown key, worded; ``known`` from :func:`known_keys`."""
+    if envelope_sound(packet, known, f"flakecore.{kind}"):
+        return []
+    problem = format_problem(packet, kind)
+    unknown = [] if known.issuperset(packet) else sorted(k for k in packet if k not in known)
+    # Keys the packet's schema does not define: a misspelt key is not ignored.
+    return [*([] if problem is None else [problem]), *(f"unknown field {k!r}" for k in unknown)]
 
 
 def format_version_ok(value: object) -> bool:

@@ -6,14 +6,13 @@ from collections.abc import Mapping
 
 from flakecore._fields import (
     MISSING,
+    envelope_problems,
     envelope_sound,
-    format_problem,
     is_count,
     is_int,
     is_nonblank,
     is_seed,
     known_keys,
-    unknown_keys,
 )
 from flakecore.codes import AdmitCode, PolicyName
 from flakecore.decision import Decision
@@ -63,10 +62,7 @@ def _incomplete_reasons(packet: Mapping[str, object]) -> list[str]:
 
 
 def _reasons(packet: Mapping[str, object]) -> list[str]:
-    reasons: list[str] = []
-    if (problem := format_problem(packet, "admit-packet")) is not None:
-        reasons.append(problem)
-    reasons += [f"unknown field {k!r}" for k in unknown_keys(packet, ADMIT_FIELDS)]
+    reasons = envelope_problems(packet, "admit-packet", _KNOWN)
     if "base_attempts" not in packet:
         reasons.append("base_attempts is missing")
     for name in _COUNTS:

@@ -9,12 +9,12 @@ from typing import cast
 from flakecore._fields import (
     MAX_SAFE_INTEGER,
     MISSING,
-    format_problem,
+    envelope_problems,
     is_bool,
     is_count,
     is_nonblank,
     is_seed,
-    unknown_keys,
+    known_keys,
 )
 from flakecore._wording import plural
 from flakecore.codes import BudgetCode, PolicyName
@@ -30,11 +30,11 @@ __all__ = ["BudgetDecision", "budget", "budget_verdict", "ledger_row"]
 BudgetDecision = Decision[BudgetCode]
 
 
+_KNOWN = known_keys(BUDGET_FIELDS)
+
+
 def _malformed(packet: Mapping[str, object]) -> list[str]:
-    reasons: list[str] = []
-    if (problem := format_problem(packet, "budget-packet")) is not None:
-        reasons.append(problem)
-    reasons += [f"unknown field {k!r}" for k in unknown_keys(packet, BUDGET_FIELDS)]
+    reasons = envelope_problems(packet, "budget-packet", _KNOWN)
     if not is_nonblank(packet.get("test_id", MISSING)):
         reasons.append("test_id is missing or blank")
     for name in ("parent_digest", "head_digest"):

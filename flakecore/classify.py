@@ -13,13 +13,13 @@ import attrs
 from flakecore._fields import (
     MAX_SAFE_INTEGER,
     MISSING,
-    format_problem,
+    envelope_problems,
     is_bool,
     is_count,
     is_int,
     is_nonblank,
     is_number,
-    unknown_keys,
+    known_keys,
 )
 from flakecore._wording import plural
 from flakecore.codes import ClassifyClass, PolicyName
@@ -69,6 +69,9 @@ class ClassifyDecision(Decision[ClassifyClass]):
             "replays": self.replays,
             "greens": self.greens,
         }
+
+
+_KNOWN = known_keys(CLASSIFY_FIELDS)
 
 
 def _replays_sound(replays: list[object]) -> bool:
@@ -191,10 +194,7 @@ def _now_text(now: dt.datetime) -> str | None:
 
 
 def _incomplete(packet: Mapping[str, object]) -> list[str]:
-    reasons: list[str] = []
-    if (problem := format_problem(packet, "classify-report")) is not None:
-        reasons.append(problem)
-    reasons += [f"unknown field {k!r}" for k in unknown_keys(packet, CLASSIFY_FIELDS)]
+    reasons = envelope_problems(packet, "classify-report", _KNOWN)
     if packet.get("property_verdict", MISSING) not in ("pass", "fail"):
         reasons.append("property_verdict is missing or not 'pass'/'fail'")
     if packet.get("pin_status", MISSING) not in ("match", "mismatch"):

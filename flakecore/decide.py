@@ -6,12 +6,11 @@ from collections.abc import Mapping
 
 from flakecore._fields import (
     MISSING,
+    envelope_problems,
     envelope_sound,
-    format_problem,
     is_bool,
     is_nonblank,
     known_keys,
-    unknown_keys,
 )
 from flakecore.codes import DecideCode, FailureClass, PolicyName
 from flakecore.decision import Decision
@@ -81,10 +80,7 @@ def _malformed(packet: Mapping[str, object]) -> list[str]:
 
 def _reasons(packet: Mapping[str, object]) -> list[str]:
     """Each present-but-wrong field, worded."""
-    reasons: list[str] = []
-    if (problem := format_problem(packet, "decide-packet")) is not None:
-        reasons.append(problem)
-    reasons += [f"unknown field {k!r}" for k in unknown_keys(packet, DECIDE_FIELDS)]
+    reasons = envelope_problems(packet, "decide-packet", _KNOWN)
     for name in DECIDE_IDENTITY_FIELDS:
         value = packet.get(name, MISSING)
         if name in _RUNNERS:  # docs/trust.md: a copy with U+2010 for '-' is no runner at all

@@ -265,9 +265,8 @@ def test_one_runner_pattern_is_the_two_step_check(text: str) -> None:
 @given(st.dictionaries(st.sampled_from([*DECIDE_FIELDS, "format", "x", "test_ID", ""]), st.none()))
 def test_unknown_keys_as_the_set_difference(packet: dict[str, object]) -> None:
     known = set(DECIDE_FIELDS) | set(_fields.FORMAT_KEYS)
-    assert _fields.unknown_keys(packet, DECIDE_FIELDS) == sorted(
-        k for k in packet if k not in known
-    )
+    problems = _fields.envelope_problems(packet, "decide-packet", _fields.known_keys(DECIDE_FIELDS))
+    assert problems == [f"unknown field {k!r}" for k in sorted(k for k in packet if k not in known)]
 
 
 PATH_PARTS = st.sampled_from(
