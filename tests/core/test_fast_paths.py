@@ -82,7 +82,7 @@ def _spelled(value: object, ascii_only: bool, escape_all: bool) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-@settings(max_examples=800, deadline=None)
+@settings(max_examples=800)
 @given(VALUES, st.booleans(), st.booleans())
 def test_lone_surrogates_are_refused_exactly_when_the_walk_finds_one(
     value: object, ascii_only: bool, escape_all: bool
@@ -172,7 +172,7 @@ DOCUMENTS = st.builds(
 )
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=1500)
 @given(DOCUMENTS)
 def test_numbers_and_duplicate_keys_are_judged_as_by_the_hooks(text: str) -> None:
     data = text.encode()
@@ -187,7 +187,7 @@ def test_numbers_and_duplicate_keys_are_judged_as_by_the_hooks(text: str) -> Non
     assert [type(v) for v in got.values()] == [type(v) for v in expected.values()]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.dictionaries(TEXT.filter(lambda t: not _has_lone_surrogate(t)), VALUES, max_size=6))
 def test_the_encoders_write_what_json_dumps_writes(value: dict[str, object]) -> None:
     compact = json.dumps(value, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
@@ -212,7 +212,7 @@ RUNNER_TEXT = st.builds(
 )  # fmt: skip
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=1000)
 @given(RUNNER_TEXT)
 def test_one_runner_pattern_is_the_two_step_check(text: str) -> None:
     m = _OLD_RUNNER.fullmatch(text)
@@ -260,7 +260,7 @@ GLOBS = st.one_of(
 )
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=1000)
 @given(st.lists(GLOBS, max_size=6), PATHS)
 def test_the_compiled_globs_match_as_path_matches_does(globs: list[str], path: str) -> None:
     assert guard._matcher(globs)(path) == any(guard.path_matches(path, g) for g in globs)
@@ -308,7 +308,7 @@ CHANGES = st.builds(
 )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=500)
 @given(
     st.lists(CHANGES, max_size=8),
     st.lists(GLOBS, max_size=4),
@@ -410,7 +410,7 @@ ABS_PATHS = st.lists(st.sampled_from(["", "a", "b", "ab", ".", "..", "é"]), max
 )
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=1000)
 @given(ABS_PATHS, ABS_PATHS)
 def test_below_is_pathlibs_relative_to(path: str, top: str) -> None:
     written, root = Path(os.path.normpath(path)), Path(os.path.normpath(top))
@@ -472,7 +472,7 @@ RECORDS = st.recursive(
 )
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=1000)
 @given(RECORDS)
 def test_the_digest_walk_finds_what_the_generator_found(value: object) -> None:
     found: list[tuple[str, str]] = []
@@ -511,7 +511,7 @@ REPLAYS = st.lists(
 )
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=2000)
 @given(REPLAYS | REPLAY_VALUES)
 def test_the_sound_replays_check_is_the_worded_one(replays: object) -> None:
     if not isinstance(replays, list):
@@ -547,7 +547,7 @@ def _parsed_or_refusal(parse: Any, text: str) -> object:
     return (when, when.utcoffset())
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=1500)
 @given(st.lists(STAMPS, min_size=1, max_size=4))
 def test_a_kept_timestamp_is_the_one_parsed_afresh(texts: list[str]) -> None:
     for text in [*texts, *texts]:  # the second time round, from what was kept
@@ -555,7 +555,7 @@ def test_a_kept_timestamp_is_the_one_parsed_afresh(texts: list[str]) -> None:
         assert kept == _parsed_or_refusal(timeutil._parse, text)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.datetimes(timezones=st.none() | st.timezones()))
 def test_the_kept_evaluation_time_is_formatted_as_each_time(now: Any) -> None:
     for when in (now, now, now.replace(microsecond=(now.microsecond + 1) % 10**6), now):
@@ -576,7 +576,7 @@ SEEDS = st.lists(
 )
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=2000)
 @given(SEEDS)
 def test_the_seed_list_checks_in_c_loops_are_the_per_seed_ones(seeds: list[object]) -> None:
     assert budget_module._seeds_ok(seeds) is all(map(_fields.is_seed, seeds))
