@@ -663,6 +663,40 @@ LEASE_CHANGES = st.dictionaries(
     LEASE_VALUES | st.just(...),
     max_size=4,
 )
+STAMP_VALUES = st.sampled_from(
+    [
+        "2026-11-22T12:00:00Z",
+        "2026-11-28T12:00:00Z",
+        "2026-11-29T12:00:00Z",
+        "2026-11-29T12:00:01Z",
+        "2026-12-06T12:00:00Z",
+        "2026-12-12T12:00:00Z",
+        "2026-12-13T12:00:00Z",
+        "2026-12-13T12:00:01Z",
+        "2026-12-06T07:00:00-05:00",
+    ]
+)
+ROLE_VALUES = st.sampled_from(
+    [
+        "reviewer@example.test",
+        "coding-agent-7",
+        " Coding-Agent-7",
+        "img:local-uncontainerized",
+        "img:sha256:" + "a" * 64 + "+nonce:0123456789abcdef",
+        "Img:SHA256:" + "a" * 64 + "+NONCE:0123456789ABCDEF",
+    ]
+)
+#: The fields whose rules compare two of them (the window, the roles): drawn on their own.
+PAIRED_CHANGES = st.fixed_dictionaries(
+    {},
+    optional={
+        "opened_at": STAMP_VALUES,
+        "expires_at": STAMP_VALUES,
+        "accepted_by": ROLE_VALUES,
+        "patch_author": ROLE_VALUES,
+        "replay_host": ROLE_VALUES,
+    },
+)
 LEASE_NOWS = st.sampled_from(
     [
         NOW,
@@ -682,6 +716,7 @@ BINDINGS = st.sampled_from([None, PATCH, "0" * 64, "oracle-3", "oracle-4"])
 @settings(max_examples=3000, deadline=None)
 @given(
     LEASE_CHANGES,
+    PAIRED_CHANGES,
     st.none() | LEASE_REPLAYS,
     st.booleans(),
     LEASE_NOWS,
@@ -691,6 +726,7 @@ BINDINGS = st.sampled_from([None, PATCH, "0" * 64, "oracle-3", "oracle-4"])
 )
 def test_the_sound_lease_check_is_the_worded_one(
     changes: dict[str, object],
+    paired: dict[str, object],
     new_replays: list[object] | None,
     consistent: bool,
     now: dt.datetime,
@@ -698,7 +734,7 @@ def test_the_sound_lease_check_is_the_worded_one(
     patch_hash: str | None,
     oracle: str | None,
 ) -> None:
-    record = lease_record(**changes)
+    record = lease_record(**paired, **changes)
     if new_replays is not None:
         record["replays"] = new_replays
         if consistent:  # the replays' own ids and greens: only the replays decide
