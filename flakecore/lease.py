@@ -474,9 +474,9 @@ def _lease_sound(
         opened = parse_rfc3339(record["opened_at"])  # type: ignore[arg-type]
     except ValueError:
         return False
-    longest = policy.max_lease
-    # subtract, never add: adding a span overflows past 9999
-    return opened <= now < expiry and expiry - now <= longest and expiry - opened <= longest
+    # Opened by now and open a while yet, no longer than the window from opened_at (hence
+    # from now too).  Subtract, never add: adding a span overflows past 9999.
+    return opened <= now < expiry and expiry - opened <= policy.max_lease
 
 
 _PLAIN = re.compile(r"[^\s\"'=\\]+")

@@ -23,6 +23,7 @@ from typing import Any
 import attrs
 import pytest
 from gate.support import PATCH, lease_record
+from hypothesis import example as case
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from packets import NOW, REPO, replays
@@ -724,6 +725,16 @@ BINDINGS = st.sampled_from([None, PATCH, "0" * 64, "oracle-3", "oracle-4"])
     BINDINGS,
     BINDINGS,
 )
+@case(  # inside the window from now, one day too long from opened_at
+    {"opened_at": "2026-11-28T12:00:00Z", "expires_at": "2026-12-13T12:00:00Z"},
+    {},
+    None,
+    False,
+    NOW,
+    Policy(),
+    None,
+    None,
+)
 def test_the_sound_lease_check_is_the_worded_one(
     changes: dict[str, object],
     paired: dict[str, object],
@@ -734,7 +745,7 @@ def test_the_sound_lease_check_is_the_worded_one(
     patch_hash: str | None,
     oracle: str | None,
 ) -> None:
-    record = lease_record(**paired, **changes)
+    record = lease_record(**{**paired, **changes})
     if new_replays is not None:
         record["replays"] = new_replays
         if consistent:  # the replays' own ids and greens: only the replays decide
