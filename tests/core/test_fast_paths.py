@@ -39,6 +39,7 @@ from flakecore import (
     jsonio,
     timeutil,
 )
+from flakecore.codes import TrustReason
 from flakecore.decision import Decision
 from flakecore.digest import is_digest
 from flakecore.errors import InputError
@@ -48,6 +49,7 @@ from flakecore.gate.guard import POLICY_TABLE
 from flakecore.jsonio import loads_strict
 from flakecore.policy import Policy, PolicySource
 from flakecore.records import DECIDE_FIELDS
+from flakecore.trust import TrustedKey, TrustVerdict
 
 classify_module = importlib.import_module("flakecore.classify")
 lease_module = importlib.import_module("flakecore.lease")
@@ -768,3 +770,21 @@ def test_the_sound_lease_check_passes_the_valid_lease() -> None:
     record = lease_record()
     assert lease_module._lease_sound(record, NOW, Policy(), PATCH, "oracle-3")
     assert lease_module._worded_lease_problems(record, NOW, Policy(), PATCH, "oracle-3") == []
+
+
+def test_a_verdict_evolved_by_hand_is_what_attrs_evolve_gives() -> None:
+    """``_evolved`` names every field: a field added to the verdict must be added there too."""
+    key = TrustedKey(keyid="ci", public="a" * 64)
+    verdict = TrustVerdict(
+        path="a.json",
+        reason=TrustReason.SIGNED,
+        detail="signed by ci",
+        data=b"{}",
+        record={"x": 1},
+        signers=(key,),
+    )
+    names = [f.name for f in attrs.fields(TrustVerdict)]
+    assert names == ["path", "reason", "detail", "data", "record", "signers"]
+    got = basetrust._evolved(verdict, path="b.json", record={"y": 2})
+    want = attrs.evolve(verdict, path="b.json", record={"y": 2})
+    assert attrs.asdict(got, recurse=False) == attrs.asdict(want, recurse=False)
