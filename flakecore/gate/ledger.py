@@ -37,7 +37,6 @@ from flakecore.decide import decide
 from flakecore.errors import InputError, MissingInputError
 from flakecore.files import read_bytes, write_atomic
 from flakecore.gate.basetrust import RecordTrust, base_files, read_record_file
-from flakecore.gate.seedrun import budget_evidence
 from flakecore.gate.vote import DECIDE_PACKET_FORMAT
 from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object, loads_strict
 from flakecore.lease import LEASE_FORMAT, format_version_ok, lease_problems
@@ -506,6 +505,10 @@ def apply_budget(
     code leave every file as it was.  With ``signer`` the row is written as
     its signed envelope.
     """
+    # Only ``ledger apply`` needs the seed runner's reader (with the replay and the pool):
+    # ``lease check`` and the lease loaders import this module without paying for it.
+    from flakecore.gate.seedrun import budget_evidence  # noqa: PLC0415
+
     packet, refused = budget_evidence(packet, policy=policy)
     if refused is not None:
         test_id = packet.get("test_id")
