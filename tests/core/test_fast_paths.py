@@ -588,6 +588,17 @@ def test_the_seed_list_checks_in_c_loops_are_the_per_seed_ones(seeds: list[objec
     assert budget_module._distinct(seeds) is (len(by_value_and_type) == len(seeds))
 
 
+#: Roles, and spellings of them that are one identity (case, spaces) or none (a plain host).
+ROLE_TEXTS = [
+    "reviewer@example.test",
+    "coding-agent-7",
+    "Coding-Agent-7",
+    " Coding-Agent-7",
+    "img:local-uncontainerized",
+    "img:sha256:" + "a" * 64 + "+nonce:0123456789abcdef",
+    "IMG:sha256:" + "a" * 64 + "+nonce:0123456789abcdef",
+    "Img:SHA256:" + "a" * 64 + "+NONCE:0123456789ABCDEF",
+]
 #: Values a lease field takes in the tests below: each field's valid spellings and its
 #: near misses (a bool for an int, ``5.0`` for ``5``, a look-alike, a naive time ...).
 LEASE_VALUES: st.SearchStrategy[object] = st.sampled_from(
@@ -628,12 +639,7 @@ LEASE_VALUES: st.SearchStrategy[object] = st.sampled_from(
         "ci-bot",
         "CI-BOT ",
         "ci-b\u043et",
-        "reviewer@example.test",
-        "coding-agent-7",
-        "Coding-Agent-7",
-        "img:sha256:" + "a" * 64 + "+nonce:0123456789abcdef",
-        "IMG:sha256:" + "a" * 64 + "+nonce:0123456789abcdef",
-        "img:local-uncontainerized",
+        *ROLE_TEXTS,
         "a" * 64,
         "A" * 64,
         "sha256:" + "a" * 64,
@@ -679,16 +685,7 @@ STAMP_VALUES = st.sampled_from(
         "2026-12-06T07:00:00-05:00",
     ]
 )
-ROLE_VALUES = st.sampled_from(
-    [
-        "reviewer@example.test",
-        "coding-agent-7",
-        " Coding-Agent-7",
-        "img:local-uncontainerized",
-        "img:sha256:" + "a" * 64 + "+nonce:0123456789abcdef",
-        "Img:SHA256:" + "a" * 64 + "+NONCE:0123456789ABCDEF",
-    ]
-)
+ROLE_VALUES = st.sampled_from(ROLE_TEXTS)
 #: The fields whose rules compare two of them (the window, the roles): drawn on their own.
 PAIRED_CHANGES = st.fixed_dictionaries(
     {},
