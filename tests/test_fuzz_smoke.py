@@ -42,14 +42,14 @@ def mutated(base: dict[str, object]) -> st.SearchStrategy[bytes]:
 
 
 @pytest.mark.parametrize("name", sorted(HARNESSES))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(data=st.binary(max_size=200))
 def test_harness_on_random_bytes(name: str, data: bytes) -> None:
     HARNESSES[name](data)
 
 
 @pytest.mark.parametrize("name", sorted(BASES))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(data=st.data())
 def test_policy_harness_on_mutated_packets(name: str, data: st.DataObject) -> None:
     packet = data.draw(mutated(BASES[name]()))

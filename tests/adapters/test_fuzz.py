@@ -6,7 +6,7 @@ import io
 
 import flakecore_adapters
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flakecore.codes import Outcome
@@ -60,9 +60,7 @@ def _check(data: bytes, fmt: str) -> None:
 
 
 @pytest.mark.parametrize("fmt", ["auto", *SEEDS])
-@settings(
-    max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
-)
+@settings(max_examples=300, database=None)
 @given(data=st.data())
 def test_any_bytes_give_records_or_input_error(fmt: str, data: st.DataObject) -> None:
     source = data.draw(st.sampled_from(sorted(SEEDS))) if fmt == "auto" else fmt

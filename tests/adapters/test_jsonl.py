@@ -21,7 +21,7 @@ from typing import Any
 import flakecore_adapters
 import pytest
 from flakecore_adapters import tap as tap_module
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flakecore.errors import InputError
@@ -338,9 +338,7 @@ def _json_docs(draw: st.DrawFn) -> bytes:
     return json.dumps({"summary": summary, "tests": tests}).encode()
 
 
-_SETTINGS = settings(
-    max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
-)
+_SETTINGS = settings(max_examples=150, database=None)
 
 
 @_SETTINGS

@@ -34,7 +34,7 @@ def is_last(result: tuple[int, str]) -> bool:
     return result[1] == "last"
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(ITEMS, st.integers(2, 4))
 def test_the_same_results_in_the_same_order_as_a_loop(
     items: list[tuple[int, int, str]], jobs: int
@@ -45,7 +45,7 @@ def test_the_same_results_in_the_same_order_as_a_loop(
     assert loop == [(v, k) for v, _, k in items[: stop + 1]]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(ITEMS, st.integers(0, 9), st.integers(1, 4))
 def test_a_failing_run_in_the_loops_reach_fails_it_side_by_side_too(
     items: list[tuple[int, int, str]], at: int, jobs: int

@@ -155,7 +155,7 @@ TOKENS = st.sampled_from(
 )  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.lists(TOKENS, max_size=6))
 def test_the_parser_a_call_gets_parses_it_as_the_full_one(argv: list[str]) -> None:
     assert outcome(_main.parser_for(argv), argv) == outcome(_main.build_parser(), argv)

@@ -28,7 +28,7 @@ PROBE_VALUES = st.recursive(
 )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=500)
 @given(PROBE_VALUES)
 def test_the_probes_json_is_what_json_dumps_writes(value: object) -> None:
     assert _probe.dumps(value) == json.dumps(value)

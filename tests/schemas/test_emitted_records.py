@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from packets import admit_packet, budget_packet, classify_report, decide_packet
 
@@ -39,7 +39,7 @@ from flakecore import (
 A, B, C = "a" * 64, "b" * 64, "c" * 64
 NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
 DROP = "<drop>"
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=150)
 
 JSON_VALUES = st.recursive(
     st.none()
@@ -512,7 +512,7 @@ def test_a_lease_the_schema_refuses_is_refused_by_the_checker(data: st.DataObjec
         assert lease.lease_problems(record, now=NOW) != []
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(
     st.lists(
         st.text(min_size=1, max_size=40).filter(str.strip), min_size=1, max_size=5, unique=True

@@ -477,7 +477,7 @@ def test_a_clean_run_that_is_not_signed_is_not_a_different_key(
     assert require_other_signer(refused, other_than=local) is refused
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(position=st.integers(min_value=0), byte=st.integers(min_value=0, max_value=255))
 def test_no_single_byte_change_yields_another_trusted_record(position: int, byte: int) -> None:
     """Invariant: any one-byte edit of a signed lease is refused, or still yields the same lease."""
