@@ -715,7 +715,7 @@ LEASE_POLICIES = st.sampled_from(
 BINDINGS = st.sampled_from([None, PATCH, "0" * 64, "oracle-3", "oracle-4"])
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=3000)
 @given(
     LEASE_CHANGES,
     PAIRED_CHANGES,
