@@ -151,20 +151,23 @@ def _digests(value: object, pointer: str, found: list[tuple[str, str]]) -> None:
         found.append((pointer, value))
         return
     if isinstance(value, Mapping):
-        entries = [
-            (pointer + "/" + str(key).replace("~", "~0").replace("/", "~1"), value[key])
-            for key in sorted(value)
-        ]
+        entries: list[tuple[object, object]] = [(key, value[key]) for key in sorted(value)]
     elif isinstance(value, list):
-        entries = [(f"{pointer}/{i}", item) for i, item in enumerate(value)]
+        entries = list(enumerate(value))
     else:
         return
-    for where, item in entries:
+    for label, item in entries:
         kind = type(item)
-        if kind is str:  # a plain string is a digest or nothing
-            if is_digest(item):
-                found.append((where, item))
-        elif item is not None and kind not in _SCALARS:
+        if kind is str:  # a plain string is a digest (64 characters) or nothing
+            if len(item) != 64 or not is_digest(item):  # type: ignore[arg-type]
+                continue
+        elif item is None or kind in _SCALARS:
+            continue
+        # The entry's pointer, only for a digest or a container (an index escapes to itself).
+        where = pointer + "/" + str(label).replace("~", "~0").replace("/", "~1")
+        if kind is str:
+            found.append((where, item))  # type: ignore[arg-type]
+        else:
             _digests(item, where, found)
 
 

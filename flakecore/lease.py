@@ -29,12 +29,25 @@ from typing import Final
 
 import attrs
 
-from flakecore._fields import MISSING, format_version_ok, is_bool, is_int, is_nonblank
+from flakecore._fields import (
+    MAX_SAFE_INTEGER,
+    MISSING,
+    format_version_ok,
+    is_bool,
+    is_int,
+    is_nonblank,
+)
 from flakecore._wording import plural
-from flakecore.classify import ClassifyDecision, classify
+from flakecore.classify import ClassifyDecision, _replays_sound, classify
 from flakecore.codes import ClassifyClass
-from flakecore.digest import commit_id_problem, is_digest
-from flakecore.identity import identity_problem, runner_id_problem, same_identity
+from flakecore.digest import commit_id_problem, is_commit_id, is_digest
+from flakecore.identity import (
+    identity_problem,
+    is_identity,
+    is_runner_id,
+    runner_id_problem,
+    same_identity,
+)
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import CLASSIFY_FIELDS
 from flakecore.timeutil import format_rfc3339, parse_rfc3339
@@ -86,6 +99,8 @@ LEASE_FIELDS: Final = (
 #: Fields whose absence makes a lease invalid (``patch_hash``/``oracle_version`` are optional).
 LEASE_REQUIRED: Final = tuple(f for f in LEASE_FIELDS if f not in ("patch_hash", "oracle_version"))
 _KNOWN: Final = frozenset(LEASE_FIELDS)
+_REQUIRED: Final = frozenset(LEASE_REQUIRED)
+_FLAKE: Final = ClassifyClass.FLAKE.value
 
 
 @attrs.frozen(kw_only=True)
@@ -365,6 +380,19 @@ def lease_problems(
     """
     if not isinstance(record, Mapping):
         return ["a lease must be a JSON object"]
+    if _lease_sound(record, now, policy, patch_hash, oracle_version):
+        return []  # a valid lease (what CI mostly checks): nothing to word
+    return _worded_lease_problems(record, now, policy, patch_hash, oracle_version)
+
+
+def _worded_lease_problems(
+    record: Mapping[str, object],
+    now: dt.datetime,
+    policy: Policy,
+    patch_hash: str | None,
+    oracle_version: str | None,
+) -> list[str]:
+    """Every problem, worded (``[]`` exactly when :func:`_lease_sound`)."""
     problems = _structure_problems(record)
     problems += _attempt_id_problems(record)
     problems += _classify_problems(record, now, policy)
@@ -376,6 +404,79 @@ def lease_problems(
         )
     problems += _binding_problems(record, patch_hash, oracle_version)
     return _dedupe(problems)
+
+
+def _positive_int(value: object) -> bool:
+    """``is_int(value) and value >= 1``, with the plain ``int`` tested inline."""
+    if type(value) is int:
+        return 1 <= value <= MAX_SAFE_INTEGER
+    return is_int(value) and value >= 1  # type: ignore[operator]
+
+
+def _lease_sound(
+    record: Mapping[str, object],
+    now: dt.datetime,
+    policy: Policy,
+    patch_hash: str | None,
+    oracle_version: str | None,
+) -> bool:
+    """Whether :func:`lease_problems` finds nothing: the same rules, none of them worded.
+
+    One pass over the fields, without a classify decision, a report copy or
+    a message list.  False sends the record through the worded checks, which
+    say why (tests/core/test_fast_paths.py holds the two to the same answer).
+    """
+    get = record.get
+    if get("format") != LEASE_FORMAT or not format_version_ok(get("format_version")):
+        return False
+    if not _KNOWN.issuperset(record) or not _REQUIRED.issubset(record):
+        return False
+    test_id, canary, owner = record["test_id"], record["canary"], record["owner"]
+    if not (isinstance(test_id, str) and test_id.strip()):
+        return False
+    if not (isinstance(canary, str) and canary.strip()) or not is_identity(owner):
+        return False
+    if record["class"] != _FLAKE or not is_digest(record["pinned_sha256"]):
+        return False
+    if record["origin_passed"] is not False:
+        return False
+    if record["property_verdict"] != "pass" or record["pin_status"] != "match":
+        return False
+    if "patch_hash" in record and not is_commit_id(record["patch_hash"]):
+        return False
+    if "oracle_version" in record and not is_nonblank(record["oracle_version"]):
+        return False
+    for name, wanted in (("patch_hash", patch_hash), ("oracle_version", oracle_version)):
+        if wanted is not None and get(name, MISSING) != wanted:
+            return False
+    greens, budget, replays = record["greens"], record["budget"], record["replays"]
+    if not (_positive_int(greens) and _positive_int(budget)):
+        return False
+    if type(replays) is not list or len(replays) != budget or budget < policy.replay_budget:
+        return False
+    if not _replays_sound(replays):
+        return False  # every replay is now a dict with a unique non-blank attempt_id
+    ids = record["attempt_ids"]
+    if type(ids) is not list or ids != [r["attempt_id"] for r in replays]:
+        return False
+    if greens != sum(1 for r in replays if r["passed"] is True):
+        return False  # at least one green: greens >= 1
+    host, acceptor, author = record["replay_host"], record["accepted_by"], record["patch_author"]
+    if not (is_runner_id(host) and is_identity(acceptor) and is_identity(author)):
+        return False
+    assert isinstance(host, str) and isinstance(acceptor, str) and isinstance(author, str)
+    if same_identity(acceptor, host) or same_identity(acceptor, author):
+        return False
+    if now.tzinfo is None or now.utcoffset() is None:
+        return False
+    try:
+        expiry = parse_rfc3339(record["expires_at"])  # type: ignore[arg-type]
+        opened = parse_rfc3339(record["opened_at"])  # type: ignore[arg-type]
+    except ValueError:
+        return False
+    # Opened by now and open a while yet, no longer than the window from opened_at (hence
+    # from now too).  Subtract, never add: adding a span overflows past 9999.
+    return opened <= now < expiry and expiry - opened <= policy.max_lease
 
 
 _PLAIN = re.compile(r"[^\s\"'=\\]+")

@@ -101,6 +101,10 @@ def _refusal(dir_fd: int, name: str, where: str, exc: OSError) -> Exception:
 
 
 def _read_file(dir_fd: int, name: str, where: str, limit: int) -> bytes:
+    try:  # a regular file (the reader's own lstat says so): read it, no second lstat here
+        return read_bytes_at(dir_fd, name, limit, source=where)
+    except InputError:
+        pass  # anything else is told apart below, as it always was
     try:
         mode: int | None = os.lstat(name, dir_fd=dir_fd).st_mode
     except OSError:
@@ -288,16 +292,32 @@ def _open_record(
         value = loads_strict(data, source=verdict.path)
         if is_envelope(value):
             payload = parse_envelope(value).payload
-            return attrs.evolve(
-                verdict, record=open_statement(payload, kind=kind, test_id=test_id).record
-            )
+            opened = open_statement(payload, kind=kind, test_id=test_id).record
+            return _evolved(verdict, path=verdict.path, record=opened)
     except InputError as exc:
         return refused(verdict.path, TrustReason.INVALID_RECORD, f"not JSON: {exc.message}")
     except Untrusted as exc:
         return refused(verdict.path, exc.reason, exc.detail)
     if not isinstance(value, dict):
         return refused(verdict.path, TrustReason.INVALID_RECORD, "not a JSON object")
-    return attrs.evolve(verdict, record=value)
+    return _evolved(verdict, path=verdict.path, record=value)
+
+
+def _evolved(
+    verdict: TrustVerdict, *, path: str, record: Mapping[str, object] | None
+) -> TrustVerdict:
+    """``attrs.evolve(verdict, path=path, record=record)`` for one ``__init__``'s cost.
+
+    Every record read changes these two (evolve walks the class's fields per call).
+    """
+    return TrustVerdict(
+        path=path,
+        reason=verdict.reason,
+        detail=verdict.detail,
+        data=verdict.data,
+        record=record,
+        signers=verdict.signers,
+    )
 
 
 def read_trusted_record(
@@ -470,7 +490,7 @@ def read_record_file(
             verdict = read_trusted_record(
                 top, trust.base, where, keys=trust.keys, kind=kind, check=check, test_id=test_id
             )
-            return attrs.evolve(verdict, path=path)
+            return _evolved(verdict, path=path, record=verdict.record)
         if where is not None:
             data = read_in_checkout(top, where)
     except Untrusted as exc:

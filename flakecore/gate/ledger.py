@@ -37,7 +37,6 @@ from flakecore.decide import decide
 from flakecore.errors import InputError, MissingInputError
 from flakecore.files import read_bytes, write_atomic
 from flakecore.gate.basetrust import RecordTrust, base_files, read_record_file
-from flakecore.gate.seedrun import budget_evidence
 from flakecore.gate.vote import DECIDE_PACKET_FORMAT
 from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object, loads_strict
 from flakecore.lease import LEASE_FORMAT, format_version_ok, lease_problems
@@ -283,11 +282,13 @@ def check_record(
     policy: Policy = DEFAULT_POLICY,
     patch_hash: str | None = None,
     oracle_version: str | None = None,
+    trust: TrustVerdict | None = None,
 ) -> RecordCheck:
     """Judge one stored record, of whatever kind its ``format`` names, at ``now``.
 
     A record whose file name is not ``sha256(test_id).json`` is invalid too:
     a loader that looks the test up by id would miss it, or find two.
+    ``trust`` is why the record counts, carried into the verdict.
     """
     if not isinstance(data, Mapping):
         return RecordCheck(path=path, kind="unknown", test_id=None, problems=("not a JSON object",))
@@ -318,6 +319,7 @@ def check_record(
         kind=kind,
         test_id=test_id if isinstance(test_id, str) else None,
         problems=tuple(dict.fromkeys(problems)),
+        trust=trust,
     )
 
 
@@ -363,15 +365,15 @@ def check_file(
         return RecordCheck(path=path, kind="unknown", test_id=None, problems=(str(exc),))
     if not verdict.trusted or verdict.record is None:
         return _untrusted(verdict)
-    judged = check_record(
+    return check_record(
         verdict.record,
         path=path,
         now=now,
         policy=policy,
         patch_hash=patch_hash,
         oracle_version=oracle_version,
+        trust=verdict,
     )
-    return attrs.evolve(judged, trust=verdict)
 
 
 def check_directory(
@@ -393,33 +395,41 @@ def check_directory(
     :class:`InputError` when the directory itself cannot be read.
     """
     try:
-        names = sorted(os.listdir(directory))
+        with os.scandir(directory) as listing:  # each entry's type comes with its name
+            entries = sorted(listing, key=lambda e: e.name)
     except FileNotFoundError:
         raise MissingInputError("no such file or directory", source=directory) from None
     except NotADirectoryError:
         raise MissingInputError("cannot read: not a directory", source=directory) from None
     except OSError as exc:
         raise MissingInputError(f"cannot read: {exc.strerror}", source=directory) from None
-    records = [os.path.join(directory, n) for n in names if _RECORD_NAME.fullmatch(n)]
+    records = [e.path for e in entries if _RECORD_NAME.fullmatch(e.name)]
     with base_files(trust, records):  # base's side of every record, read ahead in bulk
         return [
-            _check_entry(directory, name, trust, now, policy, patch_hash, oracle_version)
-            for name in names
-            if not name.startswith(".")
+            _check_entry(entry, trust, now, policy, patch_hash, oracle_version)
+            for entry in entries
+            if not entry.name.startswith(".")
         ]
 
 
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    """``os.path.isdir(entry.path)``, from the listing's own type where it has one."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
 def _check_entry(  # noqa: PLR0917 - one entry of check_directory, with its arguments
-    directory: str,
-    name: str,
+    entry: os.DirEntry[str],
     trust: RecordTrust,
     now: dt.datetime,
     policy: Policy,
     patch_hash: str | None,
     oracle_version: str | None,
 ) -> RecordCheck:
-    path = os.path.join(directory, name)
-    if os.path.isdir(path):
+    path, name = entry.path, entry.name
+    if _is_dir(entry):
         return RecordCheck(
             path=path,
             kind="unknown",
@@ -495,6 +505,10 @@ def apply_budget(
     code leave every file as it was.  With ``signer`` the row is written as
     its signed envelope.
     """
+    # Only ``ledger apply`` needs the seed runner's reader (with the replay and the pool):
+    # ``lease check`` and the lease loaders import this module without paying for it.
+    from flakecore.gate.seedrun import budget_evidence  # noqa: PLC0415
+
     packet, refused = budget_evidence(packet, policy=policy)
     if refused is not None:
         test_id = packet.get("test_id")

@@ -7,6 +7,7 @@ as the oracle (it lives in the tests, not in the package).
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import importlib
 import json
 import os
@@ -21,9 +22,11 @@ from typing import Any
 
 import attrs
 import pytest
+from gate.support import PATCH, lease_record
+from hypothesis import example as case
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from packets import NOW, REPO
+from packets import NOW, REPO, replays
 
 from flakecore import (
     _fields,
@@ -36,7 +39,14 @@ from flakecore import (
     jsonio,
     timeutil,
 )
-from flakecore.codes import AdmitCode, BudgetCode, ClassifyClass, DecideCode, PolicyName
+from flakecore.codes import (
+    AdmitCode,
+    BudgetCode,
+    ClassifyClass,
+    DecideCode,
+    PolicyName,
+    TrustReason,
+)
 from flakecore.decision import Decision
 from flakecore.digest import is_digest
 from flakecore.errors import InputError
@@ -44,10 +54,12 @@ from flakecore.gate import _reaper, basetrust, guard
 from flakecore.gate.config import DEFAULT_FIXTURE_GLOBS
 from flakecore.gate.guard import POLICY_TABLE
 from flakecore.jsonio import loads_strict
-from flakecore.policy import PolicySource
+from flakecore.policy import Policy, PolicySource
 from flakecore.records import DECIDE_FIELDS
+from flakecore.trust import TrustedKey, TrustVerdict
 
 classify_module = importlib.import_module("flakecore.classify")
+lease_module = importlib.import_module("flakecore.lease")
 
 #: Strings with every kind of character JSON text can spell, lone surrogates included.
 TEXT = st.text(
@@ -744,3 +756,202 @@ def test_the_seed_list_checks_in_c_loops_are_the_per_seed_ones(seeds: list[objec
     assert budget_module._seeds_ok(seeds) is all(map(_fields.is_seed, seeds))
     by_value_and_type = {(type(s).__name__, s) for s in seeds}
     assert budget_module._distinct(seeds) is (len(by_value_and_type) == len(seeds))
+
+
+#: Roles, and spellings of them that are one identity (case, spaces) or none (a plain host).
+ROLE_TEXTS = [
+    "reviewer@example.test",
+    "coding-agent-7",
+    "Coding-Agent-7",
+    " Coding-Agent-7",
+    "img:local-uncontainerized",
+    "img:sha256:" + "a" * 64 + "+nonce:0123456789abcdef",
+    "IMG:sha256:" + "a" * 64 + "+nonce:0123456789abcdef",
+    "Img:SHA256:" + "a" * 64 + "+NONCE:0123456789ABCDEF",
+]
+#: Values a lease field takes in the tests below: each field's valid spellings and its
+#: near misses (a bool for an int, ``5.0`` for ``5``, a look-alike, a naive time ...).
+LEASE_VALUES: st.SearchStrategy[object] = st.sampled_from(
+    [
+        None,
+        True,
+        False,
+        0,
+        1,
+        3,
+        4,
+        5,
+        6,
+        4.0,
+        5.0,
+        -1,
+        2**53,
+        "",
+        " ",
+        "\t",
+        "5",
+        "x",
+        [],
+        {},
+        ["r1"],
+        "FLAKE",
+        "STABLE_RED",
+        "pass",
+        "fail",
+        "match",
+        "mismatch",
+        "flakecore.lease",
+        "flakecore.ledger-row",
+        "1.0",
+        "1.7",
+        "1.01",
+        "2.0",
+        "ci-bot",
+        "CI-BOT ",
+        "ci-b\u043et",
+        *ROLE_TEXTS,
+        "a" * 64,
+        "A" * 64,
+        "sha256:" + "a" * 64,
+        PATCH,
+        "f" * 40,
+        "0" * 64,
+        "f" * 39,
+        "oracle-3",
+        "oracle-4",
+        "nightly-canary",
+        "2026-11-29T12:00:00Z",
+        "2026-11-28T12:00:00Z",
+        "2026-11-30T12:00:00Z",
+        "2026-12-06T12:00:00Z",
+        "2026-12-13T12:00:00Z",
+        "2026-12-14T00:00:00+00:00",
+        "2026-12-06T12:00:00",
+        "2026-12-06T07:00:00-05:00",
+        "next tuesday",
+    ]
+)
+LEASE_REPLAYS = st.one_of(
+    st.sampled_from(["ggrgg", "ggggg", "rrrrr", "grrrr", "ggrg", "ggrggg", "g", "ggg"]).map(
+        replays
+    ),
+    REPLAYS,
+)
+LEASE_CHANGES = st.dictionaries(
+    st.sampled_from([*lease_module.LEASE_FIELDS, "renewed"]),
+    LEASE_VALUES | st.just(...),
+    max_size=4,
+)
+STAMP_VALUES = st.sampled_from(
+    [
+        "2026-11-22T12:00:00Z",
+        "2026-11-28T12:00:00Z",
+        "2026-11-29T12:00:00Z",
+        "2026-11-29T12:00:01Z",
+        "2026-12-06T12:00:00Z",
+        "2026-12-12T12:00:00Z",
+        "2026-12-13T12:00:00Z",
+        "2026-12-13T12:00:01Z",
+        "2026-12-06T07:00:00-05:00",
+    ]
+)
+ROLE_VALUES = st.sampled_from(ROLE_TEXTS)
+#: The fields whose rules compare two of them (the window, the roles): drawn on their own.
+PAIRED_CHANGES = st.fixed_dictionaries(
+    {},
+    optional={
+        "opened_at": STAMP_VALUES,
+        "expires_at": STAMP_VALUES,
+        "accepted_by": ROLE_VALUES,
+        "patch_author": ROLE_VALUES,
+        "replay_host": ROLE_VALUES,
+    },
+)
+LEASE_NOWS = st.sampled_from(
+    [
+        NOW,
+        NOW + dt.timedelta(days=6),
+        NOW + dt.timedelta(days=7),
+        NOW - dt.timedelta(days=1),
+        NOW.replace(tzinfo=None),
+        NOW.astimezone(dt.timezone(dt.timedelta(hours=-5))),
+    ]
+)
+LEASE_POLICIES = st.sampled_from(
+    [Policy(), Policy(replay_budget=3), Policy(replay_budget=6), Policy(max_lease_days=3)]
+)
+BINDINGS = st.sampled_from([None, PATCH, "0" * 64, "oracle-3", "oracle-4"])
+
+
+@settings(max_examples=3000)
+@given(
+    LEASE_CHANGES,
+    PAIRED_CHANGES,
+    st.none() | LEASE_REPLAYS,
+    st.booleans(),
+    LEASE_NOWS,
+    LEASE_POLICIES,
+    BINDINGS,
+    BINDINGS,
+)
+@case(  # inside the window from now, one day too long from opened_at
+    {"opened_at": "2026-11-28T12:00:00Z", "expires_at": "2026-12-13T12:00:00Z"},
+    {},
+    None,
+    False,
+    NOW,
+    Policy(),
+    None,
+    None,
+)
+def test_the_sound_lease_check_is_the_worded_one(
+    changes: dict[str, object],
+    paired: dict[str, object],
+    new_replays: list[object] | None,
+    consistent: bool,
+    now: dt.datetime,
+    policy: Policy,
+    patch_hash: str | None,
+    oracle: str | None,
+) -> None:
+    record = lease_record(**{**paired, **changes})
+    if new_replays is not None:
+        record["replays"] = new_replays
+        if consistent:  # the replays' own ids and greens: only the replays decide
+            record["attempt_ids"] = [
+                r.get("attempt_id") if isinstance(r, dict) else r for r in new_replays
+            ]
+            record["greens"] = sum(
+                isinstance(r, dict) and r.get("passed") is True for r in new_replays
+            )
+    worded = lease_module._worded_lease_problems(record, now, policy, patch_hash, oracle)
+    assert lease_module._lease_sound(record, now, policy, patch_hash, oracle) is (worded == [])
+    got = lease_module.lease_problems(
+        record, now=now, policy=policy, patch_hash=patch_hash, oracle_version=oracle
+    )
+    assert got == worded
+
+
+def test_the_sound_lease_check_passes_the_valid_lease() -> None:
+    """The fast path is taken for the valid record (else it would never pay)."""
+    record = lease_record()
+    assert lease_module._lease_sound(record, NOW, Policy(), PATCH, "oracle-3")
+    assert lease_module._worded_lease_problems(record, NOW, Policy(), PATCH, "oracle-3") == []
+
+
+def test_a_verdict_evolved_by_hand_is_what_attrs_evolve_gives() -> None:
+    """``_evolved`` names every field: a field added to the verdict must be added there too."""
+    key = TrustedKey(keyid="ci", public="a" * 64)
+    verdict = TrustVerdict(
+        path="a.json",
+        reason=TrustReason.SIGNED,
+        detail="signed by ci",
+        data=b"{}",
+        record={"x": 1},
+        signers=(key,),
+    )
+    names = [f.name for f in attrs.fields(TrustVerdict)]
+    assert names == ["path", "reason", "detail", "data", "record", "signers"]
+    got = basetrust._evolved(verdict, path="b.json", record={"y": 2})
+    want = attrs.evolve(verdict, path="b.json", record={"y": 2})
+    assert attrs.asdict(got, recurse=False) == attrs.asdict(want, recurse=False)
