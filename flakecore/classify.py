@@ -31,7 +31,13 @@ from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.records import CLASSIFY_FIELDS, ClassifyReport
 from flakecore.timeutil import format_rfc3339, parse_rfc3339
 
-__all__ = ["ClassifyDecision", "classify", "freeze_allowed", "lease_window_problems"]
+__all__ = [
+    "ClassifyDecision",
+    "classify",
+    "freeze_allowed",
+    "lease_window_problems",
+    "replays_sound",
+]
 
 _REPLAY_KEYS = frozenset({"attempt_id", "passed", "exit_code", "duration_s"})
 
@@ -74,8 +80,11 @@ class ClassifyDecision(Decision[ClassifyClass]):
 _KNOWN = known_keys(CLASSIFY_FIELDS)
 
 
-def _replays_sound(replays: list[object]) -> bool:
-    """Whether :func:`_replay_problems` finds nothing: the same rules, without the wording."""
+def replays_sound(replays: list[object]) -> bool:
+    """Whether :func:`_replay_problems` finds nothing: the same rules, without the wording.
+
+    The lease check asks it too: a lease holds its replays as a classify report does.
+    """
     ids: set[str] = set()
     for replay in replays:
         if not isinstance(replay, dict) or not _REPLAY_KEYS.issuperset(replay):
@@ -107,13 +116,13 @@ def _replays_sound(replays: list[object]) -> bool:
 def _replay_problems(replays: object) -> list[str]:
     if not isinstance(replays, list):
         return ["replays must be a list"]
-    if _replays_sound(replays):  # every replay of a well-formed report: no message to build
+    if replays_sound(replays):  # every replay of a well-formed report: no message to build
         return []
     return _worded_replay_problems(replays)
 
 
 def _worded_replay_problems(replays: list[object]) -> list[str]:
-    """Every problem of every replay, worded (``[]`` exactly when :func:`_replays_sound`)."""
+    """Every problem of every replay, worded (``[]`` exactly when :func:`replays_sound`)."""
     problems: list[str] = []
     ids: set[str] = set()
     for i, replay in enumerate(replays):

@@ -38,7 +38,7 @@ from flakecore._fields import (
     is_nonblank,
 )
 from flakecore._wording import plural
-from flakecore.classify import ClassifyDecision, _replays_sound, classify
+from flakecore.classify import ClassifyDecision, classify, replays_sound
 from flakecore.codes import ClassifyClass
 from flakecore.digest import commit_id_problem, is_commit_id, is_digest
 from flakecore.identity import (
@@ -454,7 +454,7 @@ def _lease_sound(
         return False
     if type(replays) is not list or len(replays) != budget or budget < policy.replay_budget:
         return False
-    if not _replays_sound(replays):
+    if not replays_sound(replays):
         return False  # every replay is now a dict with a unique non-blank attempt_id
     ids = record["attempt_ids"]
     if type(ids) is not list or ids != [r["attempt_id"] for r in replays]:

@@ -692,7 +692,7 @@ def test_the_sound_replays_check_is_the_worded_one(replays: object) -> None:
         assert classify_module._replay_problems(replays) == ["replays must be a list"]
         return
     worded = classify_module._worded_replay_problems(replays)
-    assert classify_module._replays_sound(replays) is (worded == [])
+    assert classify_module.replays_sound(replays) is (worded == [])
     assert classify_module._replay_problems(replays) == worded
 
 
