@@ -152,10 +152,18 @@ class Row:
         self.cpu: list[float] = []
         self.floor_cpu: list[float] = []
 
-    def measure(self) -> None:
-        """One turn of each; both must have done the same amount of work."""
-        took, cpu, work = _timed(self.run)
-        floor_took, floor_cpu, floor_work = _timed(self.floor)
+    def measure(self, floor_first: bool = False) -> None:
+        """One turn of each; both must have done the same amount of work.
+
+        Turns alternate which of the two goes first, so that what one leaves
+        behind (the disk's writeback of a checkout, say) weighs on both alike.
+        """
+        if floor_first:
+            floor_took, floor_cpu, floor_work = _timed(self.floor)
+            took, cpu, work = _timed(self.run)
+        else:
+            took, cpu, work = _timed(self.run)
+            floor_took, floor_cpu, floor_work = _timed(self.floor)
         if work != floor_work:
             raise SystemExit(f"{self.name}: did {work} units of work, its floor {floor_work}")
         self.seconds.append(took)
@@ -469,13 +477,18 @@ def _replay_rows(directory: Path, files: int, attempts: int) -> list[Row]:
         "--patch-misses", "1", "--seed-env", "SEED", "--out", str(directory / "freeze.json"),
         "--", "true",
     ]  # fmt: skip
-    scratch = directory / "by-hand"
 
     def run() -> int:
         return len(json.loads(_run(argv, cwd=repo, ok=range(10)))["replay"]["attempts"])
 
     def floor() -> int:
-        """The git calls a replay needs, and the attempts, by hand."""
+        """The git calls a replay needs, and the attempts, by hand.
+
+        The worktree goes where the replay puts its own (a fresh folder in the
+        temp dir): a file system may create files much faster in one folder
+        than in another, and the row compares flakecore's work, not folders.
+        """
+        scratch = Path(tempfile.mkdtemp(prefix="flakecore-bench-replay-"))
         tree = str(scratch / "tree")
         for call in (
             ["rev-parse", "--show-toplevel", "HEAD", f"{base}^{{commit}}"],
@@ -487,6 +500,7 @@ def _replay_rows(directory: Path, files: int, attempts: int) -> list[Row]:
         for _ in range(attempts):
             subprocess.run(["true"], cwd=tree, check=True)
         _git(repo, "worktree", "remove", "--force", "--force", tree)
+        scratch.rmdir()
         return attempts
 
     return [Row("replay", f"replay, {attempts} attempts, {files} files", run, floor, "git by hand")]
@@ -541,10 +555,11 @@ def main() -> None:
             if args.only and group not in args.only:
                 continue
             rows = make()
+            os.sync()  # the fixtures just written reach the disk before any turn is timed
             turns = args.startup_repeat if group == "start-up" else args.repeat
-            for _ in range(turns):
+            for turn in range(turns):
                 for row in rows:
-                    row.measure()
+                    row.measure(floor_first=turn % 2 == 1)
             for row in rows:
                 print(row.line(), flush=True)
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
