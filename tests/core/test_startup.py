@@ -17,6 +17,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -25,7 +26,7 @@ from packets import REPO
 
 import flakecore
 from flakecore import cli
-from flakecore.cli import _main
+from flakecore.cli import _common, _main
 from flakecore.errors import UsageError
 
 
@@ -168,10 +169,42 @@ def test_each_verbs_help_is_the_full_parsers(verb: str) -> None:
     )
 
 
+HELP_CALLS = [
+    ["--help"],
+    ["--version"],
+    ["decide"],
+    ["decide", "--bogus"],
+    ["lease"],
+    ["lease", "check", "--help"],
+    ["ledger", "--help"],
+    *([verb, "--help"] for verb in cli.VERBS),
+]
+
+
+@pytest.mark.parametrize("columns", ["5", "30", "80", "200"])
+def test_help_and_usage_are_the_stock_formatters(
+    monkeypatch: pytest.MonkeyPatch, columns: str
+) -> None:
+    """The formatter that asks for the width late, and the subparsers named without
+    formatting, print what argparse's own do, at every terminal width."""
+    monkeypatch.setenv("COLUMNS", columns)
+    ours = [outcome(_main.build_parser(), argv) for argv in HELP_CALLS]
+    stock_init = _common.UsageArgumentParser.__init__
+
+    def with_stock_formatter(self: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        stock_init(self, *args, formatter_class=argparse.HelpFormatter, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_common.UsageArgumentParser, "__init__", with_stock_formatter)
+    monkeypatch.setattr(
+        _common.UsageArgumentParser, "add_subparsers", argparse.ArgumentParser.add_subparsers
+    )
+    assert [outcome(_main.build_parser(), argv) for argv in HELP_CALLS] == ours
+
+
 EXAMPLES = REPO / "examples"
 #: What a pure policy verb with neither --base nor --config must not load (``budget`` is not
 #: one of them: it also reads budget-run's records, through the seed-run layer): git, the trust
-#: machinery, the other policies, and the stdlib modules only they need.
+#: machinery, the other policies, and the stdlib modules only they (or help) need.
 NOT_FOR_ONE_PACKET = (
     "flakecore.gate.worktree",
     "flakecore.gate.basetrust",
@@ -182,6 +215,7 @@ NOT_FOR_ONE_PACKET = (
     "flakecore.attestation",
     "subprocess",
     "hashlib",
+    "shutil",
 )
 POLICY_MODULES = ("flakecore.admit", "flakecore.budget", "flakecore.classify", "flakecore.decide")
 
