@@ -51,6 +51,7 @@ from typing import Final
 
 import attrs
 
+from flakecore._fields import Seed
 from flakecore._wording import plural
 from flakecore.attempts import LogSummary, reduce_logs
 from flakecore.budget import BudgetDecision
@@ -68,7 +69,6 @@ from flakecore.gate.seedrun import BudgetRunOutcome, BudgetRunRequest, run_budge
 from flakecore.gate.worktree import GitError, read_blob, repo_toplevel
 from flakecore.jsonio import compact_line
 from flakecore.policy import Policy
-from flakecore.records import Seed
 from flakecore.seeds import seed_from_text
 from flakecore.signing import RecordSigner, sign_record
 from flakecore.testids import id_digest, junit_form

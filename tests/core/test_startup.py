@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from packets import REPO
+from packets import NOW, REPO, admit_packet, budget_packet, classify_report, decide_packet
 
 import flakecore
 from flakecore import cli
@@ -204,7 +204,8 @@ def test_help_and_usage_are_the_stock_formatters(
 EXAMPLES = REPO / "examples"
 #: What a pure policy verb with neither --base nor --config must not load (``budget`` is not
 #: one of them: it also reads budget-run's records, through the seed-run layer): git, the trust
-#: machinery, the other policies, and the stdlib modules only they (or help) need.
+#: machinery, the other policies, the typed records (a CLI reads JSON mappings), and the stdlib
+#: modules only they (or help) need.
 NOT_FOR_ONE_PACKET = (
     "flakecore.gate.worktree",
     "flakecore.gate.basetrust",
@@ -216,6 +217,7 @@ NOT_FOR_ONE_PACKET = (
     "subprocess",
     "hashlib",
     "shutil",
+    "flakecore.records",
 )
 POLICY_MODULES = ("flakecore.admit", "flakecore.budget", "flakecore.classify", "flakecore.decide")
 
@@ -235,6 +237,34 @@ def test_a_policy_verb_without_a_source_loads_no_git_no_trust_and_no_other_polic
     loaded = set(ast.literal_eval(fresh(code)))
     assert not loaded & set(NOT_FOR_ONE_PACKET)
     assert loaded & set(POLICY_MODULES) == {f"flakecore.{verb}"}
+
+
+def _records() -> dict[str, object]:
+    from flakecore import records
+
+    replay = records.Replay(attempt_id="r1", passed=True, exit_code=0, duration_s=0.5)
+    report = {**classify_report(), "replays": (replay,)}
+    return {
+        "admit": records.AdmitEvidence(**admit_packet()),  # type: ignore[arg-type]
+        "decide": records.DecidePacket(**decide_packet()),  # type: ignore[arg-type]
+        "budget": records.BudgetPacket(**{**budget_packet(), "seeds": (11, 23)}),  # type: ignore[arg-type]
+        "classify": records.ClassifyReport(**report),  # type: ignore[arg-type]
+    }
+
+
+@pytest.mark.parametrize("policy", POLICY_MODULES)
+def test_a_policy_judges_its_own_record_by_its_wire_form_and_anything_else_as_given(
+    policy: str,
+) -> None:
+    """The records load only for a caller that passes one (``_fields.wire_form``): a
+    policy still judges its own record as the record's JSON, and another kind's record,
+    like any value that is not a mapping, as not a JSON object."""
+    name = policy.rsplit(".", 1)[1]
+    judge = getattr(importlib.import_module(policy), name)
+    kwargs: dict[str, object] = {"now": NOW} if name == "classify" else {}
+    for kind, record in _records().items():
+        expected = record.to_json() if kind == name else object()  # type: ignore[attr-defined]
+        assert judge(record, **kwargs) == judge(expected, **kwargs), kind
 
 
 def test_the_defaults_table_digest_is_the_empty_tables() -> None:
