@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
 import importlib
 import itertools
 import os
@@ -12,7 +11,7 @@ import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from types import ModuleType
-from typing import IO, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 import attrs
 
@@ -21,7 +20,9 @@ from flakecore.errors import InputError, MissingExtra, MissingInputError, UsageE
 from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT, EXIT_OK
 from flakecore.files import read_bytes, write_atomic
 from flakecore.jsonio import MAX_DOCUMENT_BYTES, compact_text, load_object
-from flakecore.timeutil import parse_rfc3339
+
+if TYPE_CHECKING:
+    import datetime as dt
 
 __all__ = [
     "HelpFormatter",
@@ -362,7 +363,15 @@ def first_failure(exits: Sequence[int]) -> int:
 
 
 def parse_now(text: str | None) -> dt.datetime:
-    """``--now`` (RFC 3339 with offset) or the clock."""
+    """``--now`` (RFC 3339 with offset) or the clock.
+
+    ``datetime`` is loaded here: a verb that judges no time (``decide``
+    without ``--now``) does not pay for it.
+    """
+    import datetime as dt  # noqa: PLC0415
+
+    from flakecore.timeutil import parse_rfc3339  # noqa: PLC0415
+
     if text is None:
         return dt.datetime.now(dt.timezone.utc)
     try:

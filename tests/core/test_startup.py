@@ -218,6 +218,7 @@ NOT_FOR_ONE_PACKET = (
     "hashlib",
     "shutil",
     "flakecore.records",
+    "flakecore.cli._github",
 )
 POLICY_MODULES = ("flakecore.admit", "flakecore.budget", "flakecore.classify", "flakecore.decide")
 
@@ -265,6 +266,36 @@ def test_a_policy_judges_its_own_record_by_its_wire_form_and_anything_else_as_gi
     for kind, record in _records().items():
         expected = record.to_json() if kind == name else object()  # type: ignore[attr-defined]
         assert judge(record, **kwargs) == judge(expected, **kwargs), kind
+
+
+def test_a_verb_that_judges_no_time_loads_no_datetime() -> None:
+    """Only classify reads the clock: decide without --now loads neither datetime nor the
+    RFC 3339 parser, and a bad --now is still refused."""
+    packet = str(EXAMPLES / "decide" / "eligible.json")
+    code = (
+        "import contextlib, io, sys\n"
+        "from flakecore.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['decide', '--no-config', {packet!r}]) == 0\n"
+        "print(sorted(sys.modules))"
+    )
+    loaded = set(ast.literal_eval(fresh(code)))
+    assert not loaded & {"datetime", "flakecore.timeutil"}
+    for verb in ("admit", "decide", "budget", "classify"):
+        assert outcome_of_run([verb, "--no-config", "--now", "2026-11-29T12:00:00", packet]) == (64)
+
+
+def outcome_of_run(argv: list[str]) -> int:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        return cli.main(argv)
+
+
+def test_the_longest_lease_is_what_datetime_holds() -> None:
+    import datetime as dt
+
+    from flakecore import policy
+
+    assert dt.timedelta.max.days == policy._MAX_DAYS
 
 
 def test_the_defaults_table_digest_is_the_empty_tables() -> None:
