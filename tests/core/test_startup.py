@@ -219,6 +219,7 @@ NOT_FOR_ONE_PACKET = (
     "shutil",
     "flakecore.records",
     "flakecore.cli._github",
+    "flakecore.gate.triage_config",
 )
 POLICY_MODULES = ("flakecore.admit", "flakecore.budget", "flakecore.classify", "flakecore.decide")
 
