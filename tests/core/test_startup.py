@@ -339,7 +339,8 @@ def test_the_deferred_defaults_are_what_the_eager_lookup_gave(
 
 
 def test_guard_with_no_config_loads_no_trust_layer(tmp_path: Path) -> None:
-    """guard needs the git layer and the resolved base, not the records' trust or signing."""
+    """guard needs the git layer and the resolved base, not the records' trust or signing,
+    nor (in text form) the GitHub output."""
     repo = tmp_path / "repo"
     repo.mkdir()
     env = ["-c", "user.name=t", "-c", "user.email=t@example.test"]
@@ -361,5 +362,7 @@ def test_guard_with_no_config_loads_no_trust_layer(tmp_path: Path) -> None:
         "flakecore.signing",
         "flakecore.attestation",
         "tempfile",
+        "shutil",  # a worktree's cleanup only
+        "flakecore.cli._github",  # --format github only
     }
     assert not loaded & unneeded
