@@ -7,12 +7,18 @@ These helpers say what JSON means, so every policy judges types the same way.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, cast
 
 __all__ = [
+    "ADMIT_FIELDS",
+    "BUDGET_FIELDS",
+    "CLASSIFY_FIELDS",
+    "DECIDE_FIELDS",
+    "DECIDE_IDENTITY_FIELDS",
     "FORMAT_KEYS",
     "MAX_SAFE_INTEGER",
     "MISSING",
+    "Seed",
     "envelope_problems",
     "envelope_sound",
     "format_problem",
@@ -25,7 +31,66 @@ __all__ = [
     "is_seed",
     "is_v1",
     "known_keys",
+    "wire_form",
 ]
+
+
+#: A seed is a JSON string or integer; ``1234`` and ``"1234"`` differ.
+Seed = int | str
+
+#: The fields of each packet kind (docs/schemas.md), as :mod:`flakecore.records` names them.
+ADMIT_FIELDS = (
+    "base_misses",
+    "base_attempts",
+    "patch_misses",
+    "property_sha256",
+    "base_property_sha256",
+    "fixture_epoch",
+    "base_fixture_epoch",
+    "claimed_epoch",
+    "property_id",
+    "seed",
+    "base_sha",
+)
+DECIDE_IDENTITY_FIELDS = (
+    "test_id",
+    "patch_hash",
+    "fixture_hash",
+    "minimized_input_hash",
+    "oracle_version",
+    "local_runner_id",
+    "clean_runner_id",
+)
+DECIDE_FIELDS = (
+    *DECIDE_IDENTITY_FIELDS,
+    "local_class",
+    "clean_class",
+    "clean_fixture_hash",
+    "clean_input_hash",
+    "property_cohort_passed",
+    "clean_run_completed",
+)
+BUDGET_FIELDS = (
+    "test_id",
+    "parent_digest",
+    "head_digest",
+    "property_holds",
+    "seeds",
+    "passes",
+    "budget",
+    "opened_against",
+)
+CLASSIFY_FIELDS = (
+    "property_verdict",
+    "pin_status",
+    "origin_passed",
+    "replays",
+    "owner",
+    "expires_at",
+    "budget",
+    "pinned_sha256",
+    "canary",
+)
 
 
 class _Missing:
@@ -136,3 +201,21 @@ def is_v1(version: str) -> bool:
     major, dot, minor = version.partition(".")
     ascii_digits = minor.isascii() and minor.isdigit()
     return major == "1" and dot == "." and ascii_digits and (minor == "0" or minor[0] != "0")
+
+
+def wire_form(packet: object, record: str) -> Mapping[str, object]:
+    """What a policy judges: a JSON mapping as it is, a typed record as its wire form.
+
+    ``record`` names the :mod:`flakecore.records` class the policy takes.  A
+    mapping never is one, so that module (its attrs classes) loads only for a
+    caller that passes something else; what is neither is handed back for
+    the policy to refuse.
+    """
+    if isinstance(packet, Mapping):
+        return packet
+    from flakecore import records  # noqa: PLC0415 - only a typed caller pays for its classes
+
+    kind = getattr(records, record)
+    if isinstance(packet, kind):
+        return cast("Mapping[str, object]", packet.to_json())
+    return cast("Mapping[str, object]", packet)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from flakecore._fields import (
+    ADMIT_FIELDS,
     MISSING,
     envelope_problems,
     envelope_sound,
@@ -13,13 +15,16 @@ from flakecore._fields import (
     is_nonblank,
     is_seed,
     known_keys,
+    wire_form,
 )
 from flakecore.codes import AdmitCode, PolicyName
 from flakecore.decision import Decision
 from flakecore.digest import is_commit_id, is_digest
 from flakecore.exits import ADMIT_EXIT
 from flakecore.policy import DEFAULT_POLICY, Policy
-from flakecore.records import ADMIT_FIELDS, AdmitEvidence
+
+if TYPE_CHECKING:
+    from flakecore.records import AdmitEvidence
 
 __all__ = ["AdmitDecision", "admit", "admit_verdict", "freeze_record"]
 
@@ -105,7 +110,7 @@ def admit(
     ``patch_misses`` explains why a freeze was requested; it never grants
     one.  Misses beyond the attempt cap are still ``REJECT_BUDGET``.
     """
-    packet = evidence.to_json() if isinstance(evidence, AdmitEvidence) else evidence
+    packet = wire_form(evidence, "AdmitEvidence")
     cap, floor = policy.attempt_cap, policy.min_base_misses
 
     def verdict(code: AdmitCode, *reasons: str) -> AdmitDecision:
@@ -158,7 +163,7 @@ def freeze_record(
     decision = admit(evidence, policy=policy)
     if not decision.accepted:
         return None
-    packet = evidence.to_json() if isinstance(evidence, AdmitEvidence) else evidence
+    packet = wire_form(evidence, "AdmitEvidence")
     record: dict[str, object] = {"format": "flakecore.freeze-record", "format_version": "1.0"}
     for name in ("property_id", "seed", "base_sha"):
         if name in packet:

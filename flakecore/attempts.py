@@ -15,14 +15,13 @@ from pathlib import Path
 
 import attrs
 
-from flakecore._fields import is_int, is_seed
+from flakecore._fields import Seed, is_int, is_seed
 from flakecore._wording import plural
 from flakecore.codes import AttemptResult, LogStatus
 from flakecore.errors import InputError, MissingInputError
 from flakecore.files import open_append, open_stream
 from flakecore.jsonio import compact_line, load_object
 from flakecore.policy import DEFAULT_POLICY, Policy
-from flakecore.records import Seed
 
 __all__ = ["MAX_LINE_BYTES", "AttemptWriter", "LogSummary", "append_line", "reduce_logs"]
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from flakecore._fields import (
+    BUDGET_FIELDS,
     MAX_SAFE_INTEGER,
     MISSING,
     envelope_problems,
@@ -15,6 +16,7 @@ from flakecore._fields import (
     is_nonblank,
     is_seed,
     known_keys,
+    wire_form,
 )
 from flakecore._wording import plural
 from flakecore.codes import BudgetCode, PolicyName
@@ -23,7 +25,9 @@ from flakecore.digest import is_commit_id, is_digest
 from flakecore.errors import UsageError
 from flakecore.exits import BUDGET_EXIT
 from flakecore.policy import DEFAULT_POLICY, Policy
-from flakecore.records import BUDGET_FIELDS, BudgetPacket
+
+if TYPE_CHECKING:
+    from flakecore.records import BudgetPacket
 
 __all__ = ["BudgetDecision", "budget", "budget_verdict", "ledger_row"]
 
@@ -123,7 +127,7 @@ def budget(
     ``INSUFFICIENT_BUDGET`` is a process error, not a product code: the
     ledger stays unchanged and the merge stays closed.
     """
-    data = packet.to_json() if isinstance(packet, BudgetPacket) else packet
+    data = wire_form(packet, "BudgetPacket")
 
     def verdict(code: BudgetCode, *reasons: str) -> BudgetDecision:
         return budget_verdict(code, *reasons, policy=policy)
@@ -167,7 +171,7 @@ def ledger_row(
     (no clock is there; the date cannot be written).
     """
     decision = budget(packet, policy=policy)
-    data = packet.to_json() if isinstance(packet, BudgetPacket) else packet
+    data = wire_form(packet, "BudgetPacket")
     if not decision.accepted or "opened_against" not in data:
         return None
     if dt.date.max - today < policy.max_lease:  # subtract: today + max_lease would overflow

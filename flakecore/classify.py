@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
 from flakecore._fields import (
+    CLASSIFY_FIELDS,
     MAX_SAFE_INTEGER,
     MISSING,
     envelope_problems,
@@ -20,6 +22,7 @@ from flakecore._fields import (
     is_nonblank,
     is_number,
     known_keys,
+    wire_form,
 )
 from flakecore._wording import plural
 from flakecore.codes import ClassifyClass, PolicyName
@@ -28,8 +31,10 @@ from flakecore.digest import is_digest
 from flakecore.exits import CLASSIFY_EXIT, CLASSIFY_FLAKE_LEASE_REFUSED
 from flakecore.identity import identity_problem
 from flakecore.policy import DEFAULT_POLICY, Policy
-from flakecore.records import CLASSIFY_FIELDS, ClassifyReport
 from flakecore.timeutil import format_rfc3339, parse_rfc3339
+
+if TYPE_CHECKING:
+    from flakecore.records import ClassifyReport
 
 __all__ = [
     "ClassifyDecision",
@@ -230,7 +235,7 @@ def classify(
     the replays, so a short replay cannot launder a property failure.
     ``now`` is the evaluation time (the clock, or ``--now``).
     """
-    data = report.to_json() if isinstance(report, ClassifyReport) else report
+    data = wire_form(report, "ClassifyReport")
     values = policy.values("replay_budget", "max_lease_days")
     values["now"] = _now_text(now)
 

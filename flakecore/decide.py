@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from flakecore._fields import (
+    DECIDE_FIELDS,
+    DECIDE_IDENTITY_FIELDS,
     MISSING,
     envelope_problems,
     envelope_sound,
     is_bool,
     is_nonblank,
     known_keys,
+    wire_form,
 )
 from flakecore.codes import DecideCode, FailureClass, PolicyName
 from flakecore.decision import Decision
@@ -18,7 +22,9 @@ from flakecore.digest import commit_id_problem, is_commit_id, is_digest
 from flakecore.exits import DECIDE_EXIT
 from flakecore.identity import is_runner_id, runner_id_problem, same_runner
 from flakecore.policy import DEFAULT_POLICY, Policy
-from flakecore.records import DECIDE_FIELDS, DECIDE_IDENTITY_FIELDS, DecidePacket
+
+if TYPE_CHECKING:
+    from flakecore.records import DecidePacket
 
 __all__ = ["DecideDecision", "decide"]
 
@@ -116,7 +122,7 @@ def decide(
     A packet expires with its ``patch_hash`` and ``oracle_version``: callers
     match those against the current patch before trusting an old decision.
     """
-    data = packet.to_json() if isinstance(packet, DecidePacket) else packet
+    data = wire_form(packet, "DecidePacket")
 
     def verdict(code: DecideCode, *reasons: str) -> DecideDecision:
         return Decision(

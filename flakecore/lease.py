@@ -30,6 +30,7 @@ from typing import Final
 import attrs
 
 from flakecore._fields import (
+    CLASSIFY_FIELDS,
     MAX_SAFE_INTEGER,
     MISSING,
     format_version_ok,
@@ -49,7 +50,6 @@ from flakecore.identity import (
     same_identity,
 )
 from flakecore.policy import DEFAULT_POLICY, Policy
-from flakecore.records import CLASSIFY_FIELDS
 from flakecore.timeutil import format_rfc3339, parse_rfc3339
 
 __all__ = [

@@ -22,12 +22,12 @@ import re
 import stat
 from pathlib import Path
 
+from flakecore._fields import Seed
 from flakecore.attempts import AttemptWriter, append_line
 from flakecore.codes import AttemptResult
 from flakecore.errors import InputError, UsageError
 from flakecore.files import open_append, open_stream
 from flakecore.jsonio import compact_line, load_object
-from flakecore.records import Seed
 from flakecore.testids import id_digest
 
 __all__ = ["MAIN_WORKER", "LogDirectory", "index_name", "log_name", "read_log_dir"]

@@ -8,18 +8,22 @@ under judgement wrote is no policy at all.
 
 from __future__ import annotations
 
-import datetime as dt
+from typing import TYPE_CHECKING
 
 import attrs
 
 from flakecore._fields import MAX_SAFE_INTEGER, is_int
 from flakecore.errors import UsageError
 
+if TYPE_CHECKING:
+    import datetime as dt
+
 __all__ = ["DEFAULT_POLICY", "DEFAULT_SEEDS", "EMPTY_TABLE_SHA256", "Policy", "PolicySource"]
 
 #: Seed list committed before a seed-budget run (docs/policies.md).
 DEFAULT_SEEDS: tuple[int, ...] = (11, 23, 47, 71, 97, 131, 173, 211)
-_MAX_DAYS = dt.timedelta.max.days
+#: ``datetime.timedelta.max.days``, written out: the policy loads no ``datetime`` (tested).
+_MAX_DAYS = 999_999_999
 
 
 def _positive(_: object, attribute: attrs.Attribute[int], value: int) -> None:
@@ -72,6 +76,8 @@ class Policy:
     @property
     def max_lease(self) -> dt.timedelta:
         """Longest time a lease or ledger row may stay open."""
+        import datetime as dt  # noqa: PLC0415 - a verb that judges no time loads none
+
         return dt.timedelta(days=self.max_lease_days)
 
     def values(self, *names: str) -> dict[str, object]:

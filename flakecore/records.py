@@ -3,12 +3,24 @@
 They are conveniences for Python callers: every policy also takes the plain
 JSON mapping, and a record is judged by converting it back to that mapping,
 so both paths meet the same strict checks (a record built with a wrong type
-at run time is refused, not trusted because it came from Python).
+at run time is refused, not trusted because it came from Python).  The
+policies load this module only for a caller that passes a record
+(:func:`flakecore._fields.wire_form`); the field names and ``Seed`` live in
+:mod:`flakecore._fields`, which builds no class.
 """
 
 from __future__ import annotations
 
 import attrs
+
+from flakecore._fields import (
+    ADMIT_FIELDS,
+    BUDGET_FIELDS,
+    CLASSIFY_FIELDS,
+    DECIDE_FIELDS,
+    DECIDE_IDENTITY_FIELDS,
+    Seed,
+)
 
 __all__ = [
     "ADMIT_FIELDS",
@@ -23,62 +35,6 @@ __all__ = [
     "Replay",
     "Seed",
 ]
-
-#: A seed is a JSON string or integer; ``1234`` and ``"1234"`` differ.
-Seed = int | str
-
-ADMIT_FIELDS = (
-    "base_misses",
-    "base_attempts",
-    "patch_misses",
-    "property_sha256",
-    "base_property_sha256",
-    "fixture_epoch",
-    "base_fixture_epoch",
-    "claimed_epoch",
-    "property_id",
-    "seed",
-    "base_sha",
-)
-DECIDE_IDENTITY_FIELDS = (
-    "test_id",
-    "patch_hash",
-    "fixture_hash",
-    "minimized_input_hash",
-    "oracle_version",
-    "local_runner_id",
-    "clean_runner_id",
-)
-DECIDE_FIELDS = (
-    *DECIDE_IDENTITY_FIELDS,
-    "local_class",
-    "clean_class",
-    "clean_fixture_hash",
-    "clean_input_hash",
-    "property_cohort_passed",
-    "clean_run_completed",
-)
-BUDGET_FIELDS = (
-    "test_id",
-    "parent_digest",
-    "head_digest",
-    "property_holds",
-    "seeds",
-    "passes",
-    "budget",
-    "opened_against",
-)
-CLASSIFY_FIELDS = (
-    "property_verdict",
-    "pin_status",
-    "origin_passed",
-    "replays",
-    "owner",
-    "expires_at",
-    "budget",
-    "pinned_sha256",
-    "canary",
-)
 
 
 def _as_list(_: type, __: attrs.Attribute[object], value: object) -> object:

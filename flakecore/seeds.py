@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import re
 
-from flakecore._fields import MAX_SAFE_INTEGER
+from flakecore._fields import MAX_SAFE_INTEGER, Seed
 from flakecore.errors import UsageError
-from flakecore.records import Seed
 
 __all__ = ["fresh_seed", "seed_from_text"]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
 import importlib
 import itertools
 import os
@@ -12,7 +11,7 @@ import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from types import ModuleType
-from typing import IO, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 import attrs
 
@@ -21,9 +20,12 @@ from flakecore.errors import InputError, MissingExtra, MissingInputError, UsageE
 from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT, EXIT_OK
 from flakecore.files import read_bytes, write_atomic
 from flakecore.jsonio import MAX_DOCUMENT_BYTES, compact_text, load_object
-from flakecore.timeutil import parse_rfc3339
+
+if TYPE_CHECKING:
+    import datetime as dt
 
 __all__ = [
+    "HelpFormatter",
     "Packet",
     "RecordWriteError",
     "UsageArgumentParser",
@@ -47,6 +49,38 @@ __all__ = [
 ]
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's help formatter, asking for the terminal's width only when it formats.
+
+    argparse builds a formatter for every ``add_argument`` (to check the
+    metavar) and the stock one asks ``shutil`` for the width there, which
+    imports ``shutil`` (with zlib, bz2 and lzma) into every call; the width
+    is only read by :meth:`format_help`, which gets it as the stock one does.
+    """
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        super().__init__(prog, indent_increment, max_help_position, width=0)
+        self._asked: tuple[int, int, int | None] | None = (
+            indent_increment,
+            max_help_position,
+            width,
+        )
+
+    def format_help(self) -> str:
+        """The help text, at the width (and help position) the stock formatter would use."""
+        if self._asked is not None:
+            sized = argparse.HelpFormatter(self._prog, *self._asked)
+            self._width, self._max_help_position = sized._width, sized._max_help_position
+            self._asked = None
+        return super().format_help()
+
+
 class UsageArgumentParser(argparse.ArgumentParser):
     """argparse exits 2 on errors, which collides with policy codes; raise instead.
 
@@ -55,11 +89,24 @@ class UsageArgumentParser(argparse.ArgumentParser):
     the arguments a verb does not know up to the top-level parser, whose
     error would name only ``flakecore``; :meth:`parse` refuses them with the
     parser of the verb that was reading them, recorded as ``verb_parser``.
+    Help is formatted by :class:`HelpFormatter`.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
         self.set_defaults(verb_parser=self)
+
+    def add_subparsers(self, **kwargs: Any) -> argparse._SubParsersAction[Any]:
+        """argparse's, named as argparse names them without formatting a usage line.
+
+        argparse names the subparsers by the usage of this parser's
+        positionals, formatted at the terminal's width; with no positional
+        and no usage of its own that is this parser's ``prog``, at any width.
+        """
+        if "prog" not in kwargs and self.usage is None and not self._get_positional_actions():
+            kwargs["prog"] = self.prog
+        return super().add_subparsers(**kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}")
@@ -316,7 +363,15 @@ def first_failure(exits: Sequence[int]) -> int:
 
 
 def parse_now(text: str | None) -> dt.datetime:
-    """``--now`` (RFC 3339 with offset) or the clock."""
+    """``--now`` (RFC 3339 with offset) or the clock.
+
+    ``datetime`` is loaded here: a verb that judges no time (``decide``
+    without ``--now``) does not pay for it.
+    """
+    import datetime as dt  # noqa: PLC0415
+
+    from flakecore.timeutil import parse_rfc3339  # noqa: PLC0415
+
     if text is None:
         return dt.datetime.now(dt.timezone.utc)
     try:

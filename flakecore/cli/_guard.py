@@ -10,15 +10,18 @@ revision's ``[tool.flakecore]`` (the patch could set ``fixture_globs =
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from flakecore._wording import plural
 from flakecore.cli._common import flat
 from flakecore.cli._config import Need, add_config_arguments, config_from_args
-from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments
 from flakecore.errors import GitError
 from flakecore.exits import EXIT_GUARD_TRIPPED, EXIT_NOINPUT, EXIT_OK
 from flakecore.gate.guard import run_guard
+
+if TYPE_CHECKING:
+    from flakecore.cli._github import SummaryRow
 
 __all__ = ["register"]
 
@@ -86,15 +89,7 @@ def _run(args: argparse.Namespace) -> int:
         )
     except GitError as exc:
         message = f"guard: cannot read the diff: {exc}"
-        row = SummaryRow(
-            test="",
-            policy="guard",
-            code="GIT_FAILED",
-            exit=EXIT_NOINPUT,
-            reason=message,
-            evidence=args.repo,
-            refused=True,
-        )
+        row = _row(out, "GIT_FAILED", EXIT_NOINPUT, message, evidence=args.repo, refused=True)
         record = {"base": args.base, "tripped": None, "error": message}
         out.emit(Result(json=record, stderr=[message], row=row))
         return out.finish(EXIT_NOINPUT)
@@ -113,16 +108,29 @@ def _run(args: argparse.Namespace) -> int:
             f"{len(result.fixture_paths)} fixture/oracle/test, "
             f"{len(result.ledger_paths)} ledger/lease"
         )
-    row = SummaryRow(
-        test="",
-        policy="guard",
-        code="TRIPPED" if result.tripped else "OK",
-        exit=exit_code,
-        reason=reason,
-        evidence=f"git diff {args.base}...HEAD",
-        refused=result.tripped,
-    )
+    code = "TRIPPED" if result.tripped else "OK"
+    evidence = f"git diff {args.base}...HEAD"
+    row = _row(out, code, exit_code, reason, evidence=evidence, refused=result.tripped)
     text = f"guard: {'TRIPPED' if result.tripped else 'ok'} -- {flat(reason)}"
     record = {**result.to_json(), "exit": exit_code, "policy_source": config.source.to_json()}
     out.emit(Result(json=record, text=[text], row=row))
     return out.finish(exit_code)
+
+
+def _row(
+    out: Output, code: str, exit_code: int, reason: str, *, evidence: str, refused: bool
+) -> SummaryRow | None:
+    """guard's step-summary row, built (and the GitHub module loaded) for GitHub output only."""
+    if out.form != "github":
+        return None
+    from flakecore.cli._github import SummaryRow  # noqa: PLC0415
+
+    return SummaryRow(
+        test="",
+        policy="guard",
+        code=code,
+        exit=exit_code,
+        reason=reason,
+        evidence=evidence,
+        refused=refused,
+    )

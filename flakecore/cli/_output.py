@@ -28,7 +28,6 @@ import attrs
 
 from flakecore.cli._common import flush_out, out_line, warn, write_json_line
 from flakecore.cli._config import Configured
-from flakecore.cli._github import SummaryRow, append_step_summary
 from flakecore.codes import PolicyName
 from flakecore.decision import Decision
 from flakecore.errors import UsageError
@@ -37,6 +36,7 @@ from flakecore.jsonio import compact_text
 
 if TYPE_CHECKING:
     from flakecore.classify import ClassifyDecision
+    from flakecore.cli._github import SummaryRow
 
 __all__ = [
     "FORMATS",
@@ -228,6 +228,8 @@ class Output:
             warn(note)
         if self.form != "github":
             return exit_code
+        from flakecore.cli._github import append_step_summary  # noqa: PLC0415 - GitHub's only
+
         error = append_step_summary(self.title, self._rows)
         if error is None:
             return exit_code

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +15,6 @@ from flakecore.cli._common import (
     read_packets,
 )
 from flakecore.cli._config import Configured, add_config_arguments, config_from_args
-from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments, as_classify, reason_text
 from flakecore.codes import AdmitCode, BudgetCode, ClassifyClass, DecideCode, PolicyName
 from flakecore.decision import DECISION_FORMAT, DECISION_FORMAT_VERSION, Decision
@@ -26,12 +24,13 @@ from flakecore.policy import Policy
 
 if TYPE_CHECKING:
     from flakecore.attestation import Kinds
+    from flakecore.cli._github import SummaryRow
     from flakecore.trust import TrustVerdict
 
 __all__ = ["register"]
 
 AnyDecision = Decision[Any]
-Judge = Callable[[Mapping[str, object], dt.datetime, Policy], AnyDecision]
+Judge = Callable[[Mapping[str, object], Policy], AnyDecision]
 
 #: What a packet that cannot be read becomes, per policy (README.md, CLI: a refusal, never a skip).
 _UNREADABLE: dict[PolicyName, Any] = {
@@ -64,25 +63,30 @@ _KIND: dict[PolicyName, Kinds] = {
 }
 
 
-def _judge(name: PolicyName) -> Judge:
+def _judge(name: PolicyName, now: str | None) -> Judge:
     """The policy ``name`` names, as the verb calls it on each packet.
 
     Each policy is imported by the verb that runs it: one verb's start-up
-    does not pay for the other three (docs/performance.md).
+    does not pay for the other three (docs/performance.md).  ``now`` is
+    ``--now``: checked for every policy verb, and only ``classify`` judges
+    at a time (the clock's, without it), so only it reads the clock.
     """
+    if name is PolicyName.CLASSIFY:
+        from flakecore.classify import classify  # noqa: PLC0415
+
+        at = parse_now(now)
+        return lambda p, policy: classify(p, now=at, policy=policy)
+    if now is not None:
+        parse_now(now)  # a bad --now is a usage error for every policy verb
     if name is PolicyName.ADMIT:
         from flakecore.admit import admit  # noqa: PLC0415
 
-        return lambda p, _now, policy: admit(p, policy=policy)
+        return lambda p, policy: admit(p, policy=policy)
     if name is PolicyName.DECIDE:
         from flakecore.decide import decide  # noqa: PLC0415
 
-        return lambda p, _now, policy: decide(p, policy=policy)
-    if name is PolicyName.BUDGET:
-        return _budget_judge()
-    from flakecore.classify import classify  # noqa: PLC0415
-
-    return lambda p, now, policy: classify(p, now=now, policy=policy)
+        return lambda p, policy: decide(p, policy=policy)
+    return _budget_judge()
 
 
 def _budget_judge() -> Judge:
@@ -90,7 +94,7 @@ def _budget_judge() -> Judge:
     from flakecore.budget import budget  # noqa: PLC0415
     from flakecore.gate.seedrun import budget_evidence  # noqa: PLC0415
 
-    def judge(record: Mapping[str, object], _now: dt.datetime, policy: Policy) -> AnyDecision:
+    def judge(record: Mapping[str, object], policy: Policy) -> AnyDecision:
         packet, refused = budget_evidence(record, policy=policy)
         return refused or budget(packet, policy=policy)
 
@@ -273,8 +277,7 @@ def _text(decision: AnyDecision, source: str) -> str:
 
 def _runner(name: PolicyName) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
-        judge = _judge(name)
-        now = parse_now(args.now)
+        judge = _judge(name, args.now)
         out = Output.chosen(args, f"flakecore {name.value}")
         configured = config_from_args(args, verb=name.value)
         out.use(configured)
@@ -303,10 +306,10 @@ def _runner(name: PolicyName) -> Callable[[argparse.Namespace], int]:
                     code, exit_code, why = _UNREADABLE[name], packet.error_exit, str(packet.error)
                 record = _refusal(name, packet.source, code, exit_code, why)
                 exits.append(exit_code)
-                row = _summary_row(record, packet, exit_code, why)
+                row = _summary_row(record, packet, exit_code, why) if out.form == "github" else None
                 out.emit(Result(json=record, stderr=[why], row=row))
                 continue
-            decision = judge(packet.data, now, policy)
+            decision = judge(packet.data, policy)
             exits.append(decision.exit_code)
             if out.form == "text":  # only the form printed is built: a batch pays per packet
                 out_line(_text(decision, packet.source))  # what emit(Result(text=[...])) prints
@@ -326,6 +329,8 @@ def _summary_row(
     record: Mapping[str, object], packet: Packet, exit_code: int, reason: str
 ) -> SummaryRow:
     """A ``--format github`` row: the test named by the packet, else its file."""
+    from flakecore.cli._github import SummaryRow  # noqa: PLC0415 - only GitHub output needs it
+
     data = packet.data or {}
     test = data.get("test_id", data.get("property_id", ""))
     return SummaryRow(

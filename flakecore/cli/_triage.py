@@ -29,7 +29,7 @@ from flakecore.errors import UsageError
 from flakecore.evidence import Attempt
 from flakecore.exits import EXIT_CANTCREAT, TRIAGE_EXIT, TRIAGE_NOTHING_RED, triage_exit
 from flakecore.gate.basetrust import RecordTrust
-from flakecore.gate.config import GateConfig, TriageConfig, parse_policy_override
+from flakecore.gate.config import GateConfig, parse_policy_override
 from flakecore.gate.policy_source import (
     PYPROJECT,
     compare_scored_table,
@@ -40,6 +40,7 @@ from flakecore.gate.replay import ExitStatusJudge, Judge, ReportJudge
 from flakecore.gate.runtime import Terminated, adopt_orphans, signals_raise
 from flakecore.gate.triage import LeaseTerms, RedTest, TestVerdict, TriageRequest, find_red_tests
 from flakecore.gate.triage import run_triage as _run_triage
+from flakecore.gate.triage_config import TriageConfig
 from flakecore.gate.worktree import repo_toplevel
 from flakecore.identity import RunnerId
 from flakecore.logdir import read_log_dir

@@ -24,7 +24,8 @@ a file CI provides outside the scored checkout
 the patch under judgement wrote.  Two nested tables exist.
 ``[tool.flakecore.trust.keys]`` maps key ids to the public keys whose
 signatures make a record count (``ed25519:<64 hex>``).
-``[tool.flakecore.triage]`` (:class:`TriageConfig`) says how ``flakecore
+``[tool.flakecore.triage]``
+(:class:`~flakecore.gate.triage_config.TriageConfig`) says how ``flakecore
 triage`` runs one test with one seed, which fixture epoch lock it pins and
 which policies must agree; it is as strict as the rest.
 """
@@ -46,6 +47,7 @@ from flakecore.errors import InputError, UsageError
 from flakecore.policy import DEFAULT_POLICY, Policy, PolicySource
 
 if TYPE_CHECKING:
+    from flakecore.gate.triage_config import TriageConfig
     from flakecore.trust import TrustedKey
 
 __all__ = [
@@ -57,7 +59,6 @@ __all__ = [
     "POLICY_KEYS",
     "TRIAGE_POLICIES",
     "GateConfig",
-    "TriageConfig",
     "flakecore_table",
     "mentions_flakecore",
     "needs_toml_parser",
@@ -108,47 +109,16 @@ _TRIAGE_KEYS: Final = (
     "property_command",
 )
 
-_TOOL_TABLE = re.compile(rb'^[ \t]*(?:\[[ \t]*)?"?tool"?[ \t]*\.[ \t]*"?flakecore\b', re.MULTILINE)
-_TOOL_HEADER = re.compile(rb'^[ \t]*\[[ \t]*"?tool"?[ \t]*\]', re.MULTILINE)
+# The patterns are compiled on first use (``re``'s cache): a verb that reads no
+# table, and sets no --policy, does not compile them.
+_TOOL_TABLE = rb'(?m)^[ \t]*(?:\[[ \t]*)?"?tool"?[ \t]*\.[ \t]*"?flakecore\b'
+_TOOL_HEADER = rb'(?m)^[ \t]*\[[ \t]*"?tool"?[ \t]*\]'
 #: At most 16 digits: every value within +-(2**53 - 1) fits, and ``int()`` never
 #: meets a 5,000-digit string (its own limit raises a bare ValueError).
-_INT = re.compile(r"-?[0-9]{1,16}")
+_INT = r"-?[0-9]{1,16}"
 #: A pyproject.toml larger than this is refused, not cut short.
 MAX_CONFIG_BYTES: Final = 1 << 20
-_FLAKECORE_KEY = re.compile(rb'^[ \t]*"?flakecore"?[ \t]*[.=]', re.MULTILINE)
-
-
-@attrs.frozen(kw_only=True)
-class TriageConfig:
-    """``[tool.flakecore.triage]``: how ``flakecore triage`` replays one red test.
-
-    Read only from a trusted configuration in practice (the base revision):
-    the command decides what a replay means, so the patch must not choose it.
-    """
-
-    command: tuple[str, ...]
-    """One test with one seed: ``{test_id}`` and ``{seed}`` are replaced in each argument."""
-    epoch_lock: str
-    """The fixture epoch lock file, relative to the repository top."""
-    policies: tuple[str, ...] = ("replay",)
-    """The policies that must all accept (:data:`TRIAGE_POLICIES`), in that order."""
-    report: str | None = None
-    """A report the command writes (relative to the worktree): judge attempts from it."""
-    report_format: str = "auto"
-    """The report's format for the adapters (``auto`` sniffs it)."""
-    setup: tuple[str, ...] = ()
-    """Run once in the base worktree before the first attempt (the base's own environment)."""
-    timeout_s: float | None = None
-    """Per-attempt wall-clock limit, in seconds."""
-    fixture: str | None = None
-    """The seed budget's fixture (default: the epoch lock)."""
-    property_command: tuple[str, ...] = ()
-    """The seed budget's property check; ``{fixture}`` names the parent fixture."""
-
-    @property
-    def budget_fixture(self) -> str:
-        """The file the seed budget compares between base and head."""
-        return self.fixture if self.fixture is not None else self.epoch_lock
+_FLAKECORE_KEY = rb'(?m)^[ \t]*"?flakecore"?[ \t]*[.=]'
 
 
 @attrs.frozen(kw_only=True)
@@ -214,9 +184,9 @@ def _loader() -> Callable[[str], dict[str, Any]] | None:
 
 def mentions_flakecore(data: bytes) -> bool:
     """Without a TOML parser: does this file (probably) configure flakecore?"""
-    if _TOOL_TABLE.search(data):
+    if re.search(_TOOL_TABLE, data):
         return True
-    return bool(_TOOL_HEADER.search(data) and _FLAKECORE_KEY.search(data))
+    return bool(re.search(_TOOL_HEADER, data) and re.search(_FLAKECORE_KEY, data))
 
 
 def _int_key(key: str, value: object) -> int:
@@ -339,6 +309,8 @@ def _triage(value: object) -> TriageConfig:
         fields["property_command"] = _words(
             "property_command", table["property_command"], needs=("{fixture}",)
         )
+    from flakecore.gate.triage_config import TriageConfig  # noqa: PLC0415 - built for a table only
+
     config = TriageConfig(**fields)
     if "budget" in config.policies and not config.property_command:
         raise UsageError(
@@ -424,7 +396,7 @@ def needs_toml_parser(source: str) -> UsageError:
 
 def _ascii_int(name: str, text: str) -> int:
     text = text.strip()
-    if _INT.fullmatch(text) is None:
+    if re.fullmatch(_INT, text) is None:
         raise UsageError(f"--policy {name}: {text[:40]!r} is not an integer of 1-16 digits")
     return int(text)
 

@@ -2,7 +2,7 @@
 
 The patch's CI run went red.  For each red test this module says "pre-existing,
 may be frozen" or why not, from the evidence the run left and the repository
-policy *of the base revision* (:class:`~flakecore.gate.config.TriageConfig`):
+policy *of the base revision* (:class:`~flakecore.gate.triage_config.TriageConfig`):
 
 1. the evidence -- the pytest plugin's attempt-log directories
    (:func:`flakecore.logdir.read_log_dir`) and the run's reports (attempt
@@ -51,6 +51,7 @@ from typing import Final
 
 import attrs
 
+from flakecore._fields import Seed
 from flakecore._wording import plural
 from flakecore.attempts import LogSummary, reduce_logs
 from flakecore.budget import BudgetDecision
@@ -61,14 +62,14 @@ from flakecore.errors import FlakecoreError, InputError, UsageError
 from flakecore.evidence import Attempt, blocking_flags
 from flakecore.exits import TRIAGE_EXIT
 from flakecore.files import MAX_FILE_BYTES, open_append, read_bytes, write_atomic
-from flakecore.gate.config import GateConfig, TriageConfig
+from flakecore.gate.config import GateConfig
 from flakecore.gate.replay import Judge, ReplayOutcome, ReplayRequest, run_replay
 from flakecore.gate.runtime import Terminated, stop_all, substitute
 from flakecore.gate.seedrun import BudgetRunOutcome, BudgetRunRequest, run_budget
+from flakecore.gate.triage_config import TriageConfig
 from flakecore.gate.worktree import GitError, read_blob, repo_toplevel
 from flakecore.jsonio import compact_line
 from flakecore.policy import Policy
-from flakecore.records import Seed
 from flakecore.seeds import seed_from_text
 from flakecore.signing import RecordSigner, sign_record
 from flakecore.testids import id_digest, junit_form

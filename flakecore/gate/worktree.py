@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -355,6 +354,8 @@ class DetachedWorktree:
                     git("worktree", "remove", "--force", "--force", str(self.path), cwd=self.repo)
                     removed = True
             if self.scratch is not None:
+                import shutil  # noqa: PLC0415 - only a worktree's cleanup needs it (and zlib, bz2, lzma)
+
                 shutil.rmtree(self.scratch, ignore_errors=True)
             # What git's remove did not unregister (a repository that is itself gone has
             # nothing left registered in it).

@@ -17,15 +17,16 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from packets import REPO
+from packets import NOW, REPO, admit_packet, budget_packet, classify_report, decide_packet
 
 import flakecore
 from flakecore import cli
-from flakecore.cli import _main
+from flakecore.cli import _common, _main
 from flakecore.errors import UsageError
 
 
@@ -168,10 +169,43 @@ def test_each_verbs_help_is_the_full_parsers(verb: str) -> None:
     )
 
 
+HELP_CALLS = [
+    ["--help"],
+    ["--version"],
+    ["decide"],
+    ["decide", "--bogus"],
+    ["lease"],
+    ["lease", "check", "--help"],
+    ["ledger", "--help"],
+    *([verb, "--help"] for verb in cli.VERBS),
+]
+
+
+@pytest.mark.parametrize("columns", ["5", "30", "80", "200"])
+def test_help_and_usage_are_the_stock_formatters(
+    monkeypatch: pytest.MonkeyPatch, columns: str
+) -> None:
+    """The formatter that asks for the width late, and the subparsers named without
+    formatting, print what argparse's own do, at every terminal width."""
+    monkeypatch.setenv("COLUMNS", columns)
+    ours = [outcome(_main.build_parser(), argv) for argv in HELP_CALLS]
+    stock_init = _common.UsageArgumentParser.__init__
+
+    def with_stock_formatter(self: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        stock_init(self, *args, formatter_class=argparse.HelpFormatter, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_common.UsageArgumentParser, "__init__", with_stock_formatter)
+    monkeypatch.setattr(
+        _common.UsageArgumentParser, "add_subparsers", argparse.ArgumentParser.add_subparsers
+    )
+    assert [outcome(_main.build_parser(), argv) for argv in HELP_CALLS] == ours
+
+
 EXAMPLES = REPO / "examples"
 #: What a pure policy verb with neither --base nor --config must not load (``budget`` is not
 #: one of them: it also reads budget-run's records, through the seed-run layer): git, the trust
-#: machinery, the other policies, and the stdlib modules only they need.
+#: machinery, the other policies, the typed records (a CLI reads JSON mappings), and the stdlib
+#: modules only they (or help) need.
 NOT_FOR_ONE_PACKET = (
     "flakecore.gate.worktree",
     "flakecore.gate.basetrust",
@@ -182,6 +216,10 @@ NOT_FOR_ONE_PACKET = (
     "flakecore.attestation",
     "subprocess",
     "hashlib",
+    "shutil",
+    "flakecore.records",
+    "flakecore.cli._github",
+    "flakecore.gate.triage_config",
 )
 POLICY_MODULES = ("flakecore.admit", "flakecore.budget", "flakecore.classify", "flakecore.decide")
 
@@ -201,6 +239,64 @@ def test_a_policy_verb_without_a_source_loads_no_git_no_trust_and_no_other_polic
     loaded = set(ast.literal_eval(fresh(code)))
     assert not loaded & set(NOT_FOR_ONE_PACKET)
     assert loaded & set(POLICY_MODULES) == {f"flakecore.{verb}"}
+
+
+def _records() -> dict[str, object]:
+    from flakecore import records
+
+    replay = records.Replay(attempt_id="r1", passed=True, exit_code=0, duration_s=0.5)
+    report = {**classify_report(), "replays": (replay,)}
+    return {
+        "admit": records.AdmitEvidence(**admit_packet()),  # type: ignore[arg-type]
+        "decide": records.DecidePacket(**decide_packet()),  # type: ignore[arg-type]
+        "budget": records.BudgetPacket(**{**budget_packet(), "seeds": (11, 23)}),  # type: ignore[arg-type]
+        "classify": records.ClassifyReport(**report),  # type: ignore[arg-type]
+    }
+
+
+@pytest.mark.parametrize("policy", POLICY_MODULES)
+def test_a_policy_judges_its_own_record_by_its_wire_form_and_anything_else_as_given(
+    policy: str,
+) -> None:
+    """The records load only for a caller that passes one (``_fields.wire_form``): a
+    policy still judges its own record as the record's JSON, and another kind's record,
+    like any value that is not a mapping, as not a JSON object."""
+    name = policy.rsplit(".", 1)[1]
+    judge = getattr(importlib.import_module(policy), name)
+    kwargs: dict[str, object] = {"now": NOW} if name == "classify" else {}
+    for kind, record in _records().items():
+        expected = record.to_json() if kind == name else object()  # type: ignore[attr-defined]
+        assert judge(record, **kwargs) == judge(expected, **kwargs), kind
+
+
+def test_a_verb_that_judges_no_time_loads_no_datetime() -> None:
+    """Only classify reads the clock: decide without --now loads neither datetime nor the
+    RFC 3339 parser, and a bad --now is still refused."""
+    packet = str(EXAMPLES / "decide" / "eligible.json")
+    code = (
+        "import contextlib, io, sys\n"
+        "from flakecore.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['decide', '--no-config', {packet!r}]) == 0\n"
+        "print(sorted(sys.modules))"
+    )
+    loaded = set(ast.literal_eval(fresh(code)))
+    assert not loaded & {"datetime", "flakecore.timeutil"}
+    for verb in ("admit", "decide", "budget", "classify"):
+        assert outcome_of_run([verb, "--no-config", "--now", "2026-11-29T12:00:00", packet]) == (64)
+
+
+def outcome_of_run(argv: list[str]) -> int:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        return cli.main(argv)
+
+
+def test_the_longest_lease_is_what_datetime_holds() -> None:
+    import datetime as dt
+
+    from flakecore import policy
+
+    assert dt.timedelta.max.days == policy._MAX_DAYS
 
 
 def test_the_defaults_table_digest_is_the_empty_tables() -> None:
@@ -243,7 +339,8 @@ def test_the_deferred_defaults_are_what_the_eager_lookup_gave(
 
 
 def test_guard_with_no_config_loads_no_trust_layer(tmp_path: Path) -> None:
-    """guard needs the git layer and the resolved base, not the records' trust or signing."""
+    """guard needs the git layer and the resolved base, not the records' trust or signing,
+    nor (in text form) the GitHub output."""
     repo = tmp_path / "repo"
     repo.mkdir()
     env = ["-c", "user.name=t", "-c", "user.email=t@example.test"]
@@ -265,5 +362,7 @@ def test_guard_with_no_config_loads_no_trust_layer(tmp_path: Path) -> None:
         "flakecore.signing",
         "flakecore.attestation",
         "tempfile",
+        "shutil",  # a worktree's cleanup only
+        "flakecore.cli._github",  # --format github only
     }
     assert not loaded & unneeded

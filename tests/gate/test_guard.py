@@ -147,6 +147,33 @@ def test_bad_base_is_a_failure_never_zero(repo: Path, base: str) -> None:
     assert done.returncode == 66 and "cannot read the diff" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("base", "exit_code", "row"),
+    [
+        ("main", 0, "|  | guard | OK | accepted | 0 | 1 changed path: 1 fixture/oracle/test, "),
+        (
+            "no-such-ref",
+            66,
+            "|  | guard | GIT_FAILED | refused | 66 | guard: cannot read the diff: ",
+        ),
+    ],
+)
+def test_guard_github_output_annotates_and_writes_its_row(
+    repo: Path, tmp_path: Path, base: str, exit_code: int, row: str
+) -> None:
+    """The row is built only for --format github: there it is still printed and summarised."""
+    commit(repo, {"tests/fixtures/data.json": '{"n": 2}\n'})
+    summary = tmp_path / "summary.md"
+    done = cli(
+        *("guard", "--base", base, "--repo", str(repo), "--no-config", "--format", "github"),
+        env={"GITHUB_STEP_SUMMARY": str(summary)},
+    )
+    assert done.returncode == exit_code, done.stderr
+    level = "notice" if exit_code == 0 else "error"
+    assert done.stdout.startswith(f"::{level} title=flakecore guard::"), done.stdout
+    assert row in summary.read_text()
+
+
 def test_not_a_repository(tmp_path: Path) -> None:
     done = cli("guard", "--base", "main", "--repo", str(tmp_path), "--no-config")
     assert done.returncode == 66
