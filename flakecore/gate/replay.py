@@ -511,7 +511,7 @@ class _Replay:
             # 3-4. One fresh process per attempt; re-hash both trees after each exits.
             self.attempt_loop(reapers, attempts, worktree, writer, files)
             writer.close()
-            return self.decide(writer.path, patch_misses, out)
+            return self.decide(top, writer.path, patch_misses, out)
         except (_Refuse, GitError, IncompleteAttempt) as exc:
             return self.outcome(_decision(policy, AdmitCode.REJECT_INCOMPLETE, str(exc)))
         finally:
@@ -594,7 +594,7 @@ class _Replay:
             if self.progress is not None:
                 self.progress(n, attempts, misses)
 
-    def decide(self, log: Path, patch_misses: int, out: Path | None) -> ReplayOutcome:
+    def decide(self, top: Path, log: Path, patch_misses: int, out: Path | None) -> ReplayOutcome:
         request, policy = self.request, self.policy
         # 5. The log as written is the evidence; it must reduce cleanly and agree with us.
         summary = reduce_logs([log], policy=policy)
@@ -606,7 +606,6 @@ class _Replay:
         if (summary.attempts, summary.misses) != (len(self.runs), misses):
             raise _Refuse("attempt log does not match the attempts run (was it edited?)")
         assert self.head_sha is not None and self.base_sha is not None
-        top = repo_toplevel(Path(os.path.abspath(request.checkout)))
         if head_commit(top) != self.head_sha:
             raise _Refuse("HEAD of the scored checkout moved during the replay")
         d = self.digests
