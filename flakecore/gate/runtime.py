@@ -513,7 +513,9 @@ class Reapers:
     sends it the job, over a socket nobody else can write to.  Every reaper
     not used is ended on :meth:`close` (also on an error or a signal), and a
     reaper whose flakecore dies exits without running anything.  All runs
-    share ``env`` and ``output`` (see :func:`run_command`).
+    share ``env`` and ``output`` (see :func:`run_command`).  The first ones
+    are started by a thread of their own, so that the caller goes on (a
+    replay adds its worktree meanwhile); one caller thread uses the rest.
     """
 
     def __init__(
@@ -522,7 +524,18 @@ class Reapers:
         self._env, self._output = env, output
         self._unstarted = runs
         self._waiting: list[_Reaper | OSError] = []
-        self._top_up()
+        self._started, self._closed = threading.Event(), threading.Event()
+        self._starting = threading.Thread(target=self._start_ahead, name="reapers", daemon=True)
+        self._starting.start()
+
+    def _start_ahead(self) -> None:
+        try:
+            self._top_up()
+        finally:
+            self._started.set()
+        # A reaper's PR_SET_PDEATHSIG fires when the *thread* that started it ends: this one
+        # lasts until every reaper it started is done with.
+        self._closed.wait()
 
     def _top_up(self) -> None:
         while self._unstarted > 0 and len(self._waiting) < REAPERS_AHEAD:
@@ -535,6 +548,7 @@ class Reapers:
     def run(self, argv: Sequence[str], *, cwd: Path, timeout_s: float | None) -> CommandRun:
         """:func:`run_command` on the next waiting reaper (a new one past the runs announced)."""
         args, start = tuple(argv), time.monotonic()
+        self._started.wait()
         if not self._waiting:
             self._unstarted += 1
             self._top_up()
@@ -550,10 +564,13 @@ class Reapers:
     def close(self) -> None:
         """End every reaper still waiting; none of them ran anything."""
         with signals_deferred():
+            self._started.wait()
             waiting, self._waiting, self._unstarted = self._waiting, [], 0
             for reaper in waiting:
                 if isinstance(reaper, _Reaper):
                     reaper.abandon()
+            self._closed.set()
+            self._starting.join()
 
     def __enter__(self) -> Reapers:
         return self

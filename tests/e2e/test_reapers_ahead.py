@@ -62,6 +62,12 @@ def _gone_within(pids: list[int], seconds: float = 30.0) -> bool:
     return not any(map(_alive, pids))
 
 
+def _waiting(reapers: Reapers) -> list[runtime._Reaper]:
+    """The reapers waiting for a job, once the thread that starts them is done."""
+    reapers._started.wait()
+    return [r for r in reapers._waiting if isinstance(r, runtime._Reaper)]
+
+
 def _touch(marker: Path) -> list[str]:
     return [sys.executable, "-c", f"open({str(marker)!r}, 'w').close()"]
 
@@ -94,7 +100,7 @@ def test_a_job_cut_short_runs_nothing_and_a_whole_one_runs(tmp_path: Path) -> No
 
 def test_abandoned_reapers_end_and_run_nothing(tmp_path: Path) -> None:
     reapers = Reapers(3)
-    pids = [r.proc.pid for r in reapers._waiting if isinstance(r, runtime._Reaper)]
+    pids = [r.proc.pid for r in _waiting(reapers)]
     assert len(pids) == 3 and all(map(_alive, pids))
     done = reapers.run(_touch(tmp_path / "first"), cwd=tmp_path, timeout_s=60)
     assert done.returncode == 0
@@ -109,8 +115,7 @@ def test_a_reaper_killed_before_its_job_is_an_attempt_that_could_not_start(
 ) -> None:
     marker = tmp_path / "ran"
     with Reapers(1) as reapers:
-        (waiting,) = reapers._waiting
-        assert isinstance(waiting, runtime._Reaper)
+        (waiting,) = _waiting(reapers)
         os.kill(waiting.proc.pid, signal.SIGKILL)
         waiting.proc.wait()
         done = reapers.run(_touch(marker), cwd=tmp_path, timeout_s=60)
@@ -125,8 +130,7 @@ def test_a_reaper_killed_before_its_job_is_an_attempt_that_could_not_start(
 def test_no_process_of_the_user_can_hand_a_waiting_reaper_a_job(tmp_path: Path) -> None:
     """No ``/proc/PID/fd`` link opens a socket, flakecore's end or the reaper's."""
     with Reapers(1) as reapers:
-        (waiting,) = reapers._waiting
-        assert isinstance(waiting, runtime._Reaper)
+        (waiting,) = _waiting(reapers)
         links = [f"/proc/self/fd/{waiting.job.fileno()}"]
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:  # the reaper's end, once it is exec'd and running
