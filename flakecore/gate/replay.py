@@ -502,7 +502,9 @@ class _Replay:
             for key, path in base_files.items():
                 self.digests[f"base_{key}"] = [_observe(path, f"{key} file at the base commit")]
             if writer is None:
-                writer = AttemptWriter(tree.scratch / "attempts.jsonl", request.pinned)
+                # Reduced and deleted by this replay: no line of it needs to reach the disk.
+                log = tree.scratch / "attempts.jsonl"
+                writer = AttemptWriter(log, request.pinned, durable=False)
             files = {"head": head_files, "base": base_files}
             # The base's own environment, then proof that the command cannot reach the checkout.
             if request.setup:
