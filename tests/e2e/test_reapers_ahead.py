@@ -267,3 +267,14 @@ def test_reapers_waiting_when_flakecore_dies_run_nothing(tmp_path: Path) -> None
     assert _gone_within(waiting)
     assert sorted(p.name for p in marks.iterdir()) == ["ran-1", "waiting"]
     assert not out.exists()
+
+
+def test_the_wait_for_a_reaper_to_exit_ends_with_the_exit_or_the_timeout() -> None:
+    done = subprocess.Popen(["true"])
+    runtime._exited(done, 60)
+    assert done.returncode == 0
+    hanging = subprocess.Popen(["sleep", "60"])
+    with pytest.raises(subprocess.TimeoutExpired):
+        runtime._exited(hanging, 0.05)
+    hanging.kill()
+    hanging.wait()
