@@ -32,7 +32,7 @@ from flakecore.gate.runtime import Reapers
 pytestmark = pytest.mark.e2e
 
 #: Text as argv and paths carry it: no NUL, no lone surrogate.
-ARG = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"))
+ARG = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\0"))
 
 
 @given(
