@@ -32,12 +32,15 @@ _WHITESPACE = frozenset(b" \t\r\n\x0b\x0c")
 MAX_LINE_BYTES = 4096
 
 
-def append_line(fd: int, line: bytes, path: str | os.PathLike[str]) -> None:
+def append_line(
+    fd: int, line: bytes, path: str | os.PathLike[str], *, durable: bool = True
+) -> None:
     """One whole line in one ``write`` to an ``O_APPEND`` descriptor, fsynced before returning."""
     written = os.write(fd, line)
     if written != len(line):
         raise OSError(f"{os.fspath(path)}: short write ({written} of {len(line)} bytes)")
-    os.fsync(fd)
+    if durable:
+        os.fsync(fd)
 
 
 @attrs.frozen(kw_only=True)
@@ -88,16 +91,27 @@ class AttemptWriter:
     With ``hold=False`` no descriptor is held between lines: each
     :meth:`append` opens the file again (append-only, a regular file, never
     through a symlink), for a process that writes one log per test and would
-    otherwise run out of descriptors (the pytest plugin).
+    otherwise run out of descriptors (the pytest plugin).  With
+    ``durable=False`` no line is fsynced: for a log that the same process
+    reduces and deletes (a replay's temporary log), which no crash leaves
+    behind to be read.
     """
 
-    def __init__(self, path: str | os.PathLike[str], seed: Seed, *, hold: bool = True) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        seed: Seed,
+        *,
+        hold: bool = True,
+        durable: bool = True,
+    ) -> None:
         if not is_seed(seed):
             raise TypeError("seed must be a str or an int within +-(2**53 - 1)")
         self.path = Path(path)
         self.seed = seed
         self._n = 0
         self._hold = hold
+        self._durable = durable
         self._closed = False
         self._fd = open_append(self.path, new=True)
         if not hold:
@@ -112,7 +126,7 @@ class AttemptWriter:
         line = compact_line({"seed": self.seed, "n": self._n, "result": result.value})
         fd = self._fd if self._hold else open_append(self.path, new=False)
         try:
-            append_line(fd, line, self.path)
+            append_line(fd, line, self.path, durable=self._durable)
         finally:
             if not self._hold:
                 os.close(fd)

@@ -247,10 +247,13 @@ def config_from_args(
     # Imported here: the git layer is no start-up cost of a verb without a source.
     from pathlib import Path  # noqa: PLC0415
 
-    from flakecore.gate.worktree import repo_toplevel, resolve_commit  # noqa: PLC0415
+    from flakecore.gate.worktree import toplevel_and_commit  # noqa: PLC0415
 
-    checkout = _checkout(start) if base is None else repo_toplevel(Path(start))
-    base_sha = resolve_commit(checkout, base) if base is not None else None
+    base_sha: str | None = None
+    if base is None:
+        checkout = _checkout(start)
+    else:  # (one git call for a full commit id: CI's usual --base)
+        checkout, base_sha = toplevel_and_commit(Path(start), base)
     if path:
         from flakecore.gate.policy_source import load_outside_config  # noqa: PLC0415
 

@@ -12,11 +12,16 @@ the import system uses the compiled module), and the reaper:
    cannot slip away;
 2. asks to be sent SIGTERM if flakecore dies (``PR_SET_PDEATHSIG``), so even
    a killed flakecore leaves no attempt running;
-3. runs the command (in a new session, standard input as given), waits for
+3. waits for its job on a socket only flakecore holds the other end of
+   (the command, its directory and its timeout): flakecore may start a
+   reaper ahead of its attempt, and sends the job only once the previous
+   attempt has ended; an end of the socket without a whole job (flakecore
+   abandoned it, or died) means exit without running anything;
+4. runs the command (in a new session, standard input as given), waits for
    it, or kills it at the timeout or on SIGTERM;
-4. kills every descendant that is still there (found through ``/proc``),
+5. kills every descendant that is still there (found through ``/proc``),
    reaps them, and repeats until none is left;
-5. only then writes one JSON status line to the file descriptor flakecore
+6. only then writes one JSON status line to the file descriptor flakecore
    passed, and exits.
 
 So by the time flakecore reads an attempt's result, no process of that
@@ -53,7 +58,15 @@ if TYPE_CHECKING:
 else:  # the C module under ``signal``: the same functions, without building its enums
     import _signal as signal
 
-__all__ = ["become_subreaper", "descendants", "end_descendants", "main", "status_line"]
+__all__ = [
+    "become_subreaper",
+    "descendants",
+    "end_descendants",
+    "job",
+    "job_message",
+    "main",
+    "status_line",
+]
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
@@ -211,8 +224,8 @@ def descendants(
             below = _children(pid)
             if below is None:
                 walked = _children_by_walk(spare_session)
-            elif spare_session is not None:
-                below = [c for c in below if _session(c) != spare_session]
+            elif spare_session is not None:  # (skip first: it reads no file)
+                below = [c for c in below if c not in skip and _session(c) != spare_session]
         if walked is not None:
             below = walked.get(pid, [])
         assert below is not None
@@ -330,18 +343,63 @@ def _run(argv: list[str], timeout: float | None) -> dict[str, object]:
     return status
 
 
+def job(data: bytes) -> tuple[str, float | None, list[str]] | None:
+    """The job flakecore sent: ``LENGTH\\n`` then ``CWD\\0TIMEOUT\\0ARG\\0ARG...``.
+
+    None unless the message is whole (its length as announced, a command in
+    it): a job cut short, by flakecore's death or otherwise, never runs.
+    """
+    head, newline, body = data.partition(b"\n")
+    if not newline or not head.isdigit() or int(head) != len(body):
+        return None
+    cwd, timeout, *argv = map(os.fsdecode, body.split(b"\0"))
+    if not argv or not argv[0]:
+        return None
+    return cwd, float(timeout) if timeout else None, argv
+
+
+def job_message(cwd: str, timeout: float | None, argv: list[str]) -> bytes:
+    """What :func:`job` reads back as ``(cwd, timeout, argv)``."""
+    fields = [cwd, "" if timeout is None else repr(float(timeout)), *argv]
+    body = b"\0".join(map(os.fsencode, fields))
+    return b"%d\n" % len(body) + body
+
+
+def _receive(job_fd: int) -> bytes:
+    """Everything flakecore sends on the job socket, up to its end."""
+    data = b""
+    while chunk := os.read(job_fd, 65536):
+        data += chunk
+    os.close(job_fd)
+    return data
+
+
 def main(args: list[str]) -> int:
-    """``STATUS_FD PARENT_PID TIMEOUT -- COMMAND...`` (TIMEOUT empty: none)."""
-    status_fd, parent, timeout = int(args[0]), int(args[1]), args[2]
-    assert args[3] == "--" and len(args) > 4
+    """``STATUS_FD JOB_FD PARENT_PID``; the job (:func:`job`) arrives on ``JOB_FD``."""
+    status_fd, job_fd, parent = int(args[0]), int(args[1]), int(args[2])
     os.set_inheritable(status_fd, False)  # the command must not hold the status pipe
+    os.set_inheritable(job_fd, False)  # nor the job socket
     contained = become_subreaper()
     signal.signal(signal.SIGTERM, _stop)
     _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != parent:  # flakecore died before the request took effect
         return 1
     try:
-        status = _run(args[4:], float(timeout) if timeout else None)
+        given = job(_receive(job_fd))
+    except _Stop:  # told to stop (or flakecore died) before any job: nothing ran
+        return 1
+    if given is None:  # abandoned: the socket ended without a whole job
+        return 1
+    cwd, timeout, argv = given
+    status: dict[str, object]
+    try:
+        try:
+            os.chdir(cwd)
+        except OSError as exc:  # no such directory: the command never starts
+            error = f"cannot start the attempt in {cwd}: {exc.strerror or exc}"
+            status = {"start_error": error, "duration_s": 0.0}
+        else:
+            status = _run(argv, timeout)
     except _Stop:
         status = {"stopped": True, "duration_s": 0.0}
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})

@@ -38,7 +38,7 @@ import attrs
 
 from flakecore.errors import InputError
 from flakecore.files import open_stream, read_bytes
-from flakecore.gate.runtime import run_command
+from flakecore.gate.runtime import Reapers, run_command
 from flakecore.jsonio import load_object
 from flakecore.trust import inside
 
@@ -281,16 +281,20 @@ class _Finder:
 
 
 def _probe(
-    interpreter: Interpreter, env: Mapping[str, str], cwd: Path, scratch: Path, output: int
+    interpreter: Interpreter,
+    env: Mapping[str, str],
+    cwd: Path,
+    scratch: Path,
+    output: int,
+    *,
+    reapers: Reapers | None,
 ) -> dict[str, object]:
     out = scratch / "interpreter-probe.json"
-    run = run_command(
-        [interpreter.path, "-I", "-S", _PROBE, str(out)],
-        cwd=cwd,
-        timeout_s=_PROBE_TIMEOUT_S,
-        env=env,
-        output=output,
-    )
+    argv = [interpreter.path, "-I", "-S", _PROBE, str(out)]
+    if reapers is not None:
+        run = reapers.run(argv, cwd=cwd, timeout_s=_PROBE_TIMEOUT_S)
+    else:
+        run = run_command(argv, cwd=cwd, timeout_s=_PROBE_TIMEOUT_S, env=env, output=output)
     if failure := run.containment_failure:
         raise IsolationError(f"probing {interpreter.path}: {failure}")
     if run.returncode != 0:
@@ -313,10 +317,13 @@ def find_leaks(
     checkout: Path,
     scratch: Path,
     output: int,
+    reapers: Reapers | None = None,
 ) -> list[str]:
     """Every way the command, run in ``cwd`` with ``env``, would reach into ``checkout``.
 
     Raises :class:`IsolationError` when the interpreter cannot be probed.
+    ``reapers``: the probe runs on one of them (started ahead with ``env``
+    and ``output``), else under a reaper of its own.
     An empty list means none was found (not that none exists: see the
     limits in docs/gate.md).
     """
@@ -340,7 +347,7 @@ def find_leaks(
                 finder.path(os.path.join(cwd, entry), "the PYTHONPATH entry")
     if finder.leaks or "S" in flags:
         return finder.leaks
-    found = _probe(interpreter, env, cwd, scratch, output)
+    found = _probe(interpreter, env, cwd, scratch, output, reapers=reapers)
     prefix = found.get("prefix")
     if isinstance(prefix, str):
         finder.path(prefix, "the interpreter's prefix")

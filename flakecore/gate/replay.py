@@ -48,9 +48,9 @@ from flakecore.gate.isolation import describe as describe_leaks
 from flakecore.gate.runtime import (
     WEAK_CONTAINMENT,
     CommandRun,
+    Reapers,
     child_env,
     remove_file,
-    run_command,
     substitute,
 )
 from flakecore.gate.worktree import DetachedWorktree, GitError, head_commit, repo_toplevel
@@ -482,12 +482,16 @@ class _Replay:
         }
         writer = AttemptWriter(request.log, request.pinned) if request.log is not None else None
         tree: DetachedWorktree | None = None
+        reapers: Reapers | None = None
         try:
             self.head_sha = head_commit(top)
             if not is_digest(request.claimed_epoch):
                 raise _Refuse("claimed epoch is not a sha256 digest (64 lowercase hex)")
             patch_misses = self.patch_misses()
             self.base_sha = _resolve_commit(top, request.base) if resolved is None else resolved[1]
+            # The reapers of the set-up, the isolation probe and the attempts start while git
+            # checks the base out; each waits for its job (docs/gate.md, "Containment").
+            reapers = Reapers(attempts + 1 + bool(request.setup), env=self.env, output=self.output)
             # 2. The unmodified base, detached, outside the checkout; refused unless exact.
             tree = DetachedWorktree(top, self.base_sha)
             worktree = tree.create()
@@ -498,19 +502,23 @@ class _Replay:
             for key, path in base_files.items():
                 self.digests[f"base_{key}"] = [_observe(path, f"{key} file at the base commit")]
             if writer is None:
-                writer = AttemptWriter(tree.scratch / "attempts.jsonl", request.pinned)
+                # Reduced and deleted by this replay: no line of it needs to reach the disk.
+                log = tree.scratch / "attempts.jsonl"
+                writer = AttemptWriter(log, request.pinned, durable=False)
             files = {"head": head_files, "base": base_files}
             # The base's own environment, then proof that the command cannot reach the checkout.
             if request.setup:
-                self.setup(worktree, files)
-            self.isolate(worktree, top, tree.scratch)
+                self.setup(reapers, worktree, files)
+            self.isolate(reapers, worktree, top, tree.scratch)
             # 3-4. One fresh process per attempt; re-hash both trees after each exits.
-            self.attempt_loop(attempts, worktree, writer, files)
+            self.attempt_loop(reapers, attempts, worktree, writer, files)
             writer.close()
-            return self.decide(writer.path, patch_misses, out)
+            return self.decide(top, writer.path, patch_misses, out)
         except (_Refuse, GitError, IncompleteAttempt) as exc:
             return self.outcome(_decision(policy, AdmitCode.REJECT_INCOMPLETE, str(exc)))
         finally:
+            if reapers is not None:
+                reapers.close()
             if writer is not None:
                 writer.close()
             if tree is not None:
@@ -524,22 +532,28 @@ class _Replay:
                 what = f"{key} file on the {tree} tree after {step}"
                 self.digests[f"{tree}_{key}"].append(_observe(path, what))
 
-    def setup(self, worktree: Path, files: dict[str, dict[str, Path]]) -> None:
+    def setup(self, reapers: Reapers, worktree: Path, files: dict[str, dict[str, Path]]) -> None:
         """Run ``--setup`` once in the base worktree (contained); it must exit 0."""
         command = self.request.setup
-        run = run_command(command, cwd=worktree, timeout_s=None, env=self.env, output=self.output)
+        run = reapers.run(command, cwd=worktree, timeout_s=None)
         if failure := run.containment_failure:
             raise _Refuse(f"--setup: {failure}")
         if run.start_error is not None or run.returncode != 0:
             raise _Refuse(f"--setup failed ({run.describe()}): {shlex.join(command)}")
         self.observe(files, "--setup")
 
-    def isolate(self, worktree: Path, top: Path, scratch: Path) -> None:
+    def isolate(self, reapers: Reapers, worktree: Path, top: Path, scratch: Path) -> None:
         """Refuse a command whose interpreter would import the scored checkout (docs/trust.md)."""
         argv = substitute(self.request.command, seed=self.request.seed)
         try:
             leaks = find_leaks(
-                argv, env=self.env, cwd=worktree, checkout=top, scratch=scratch, output=self.output
+                argv,
+                env=self.env,
+                cwd=worktree,
+                checkout=top,
+                scratch=scratch,
+                output=self.output,
+                reapers=reapers,
             )
         except IsolationError as exc:
             raise _Refuse(f"the base replay's isolation cannot be shown: {exc}") from None
@@ -548,6 +562,7 @@ class _Replay:
 
     def attempt_loop(
         self,
+        reapers: Reapers,
         attempts: int,
         worktree: Path,
         writer: AttemptWriter,
@@ -555,13 +570,12 @@ class _Replay:
     ) -> None:
         request = self.request
         argv = substitute(request.command, seed=request.seed)
-        env = self.env
         misses = 0
         for n in range(1, attempts + 1):
             self.judge.prepare(worktree)
-            run = run_command(
-                argv, cwd=worktree, timeout_s=request.timeout_s, env=env, output=self.output
-            )
+            # Only now, with the previous attempt ended and both trees re-hashed, may this
+            # attempt's reaper (started ahead) start the command.
+            run = reapers.run(argv, cwd=worktree, timeout_s=request.timeout_s)
             # Nothing of the attempt is running any more; only now is anything read.
             if failure := run.containment_failure:
                 raise _Refuse(f"attempt {n}: {failure}")
@@ -582,7 +596,7 @@ class _Replay:
             if self.progress is not None:
                 self.progress(n, attempts, misses)
 
-    def decide(self, log: Path, patch_misses: int, out: Path | None) -> ReplayOutcome:
+    def decide(self, top: Path, log: Path, patch_misses: int, out: Path | None) -> ReplayOutcome:
         request, policy = self.request, self.policy
         # 5. The log as written is the evidence; it must reduce cleanly and agree with us.
         summary = reduce_logs([log], policy=policy)
@@ -594,7 +608,6 @@ class _Replay:
         if (summary.attempts, summary.misses) != (len(self.runs), misses):
             raise _Refuse("attempt log does not match the attempts run (was it edited?)")
         assert self.head_sha is not None and self.base_sha is not None
-        top = repo_toplevel(Path(os.path.abspath(request.checkout)))
         if head_commit(top) != self.head_sha:
             raise _Refuse("HEAD of the scored checkout moved during the replay")
         d = self.digests

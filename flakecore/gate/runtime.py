@@ -19,6 +19,7 @@ re-parented to flakecore and ended after the attempt.
 
 from __future__ import annotations
 
+import _socket  # socketpair, without socket's enum classes: a start-up cost of every verb
 import contextlib
 import json
 import os
@@ -38,8 +39,10 @@ from flakecore._env import SIGNING_KEY_ENV
 from flakecore.gate import _reaper
 
 __all__ = [
+    "REAPERS_AHEAD",
     "WEAK_CONTAINMENT",
     "CommandRun",
+    "Reapers",
     "Terminated",
     "adopt_orphans",
     "child_env",
@@ -325,6 +328,28 @@ def _wait_status(
     return data, True
 
 
+def _exited(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """``proc.wait(timeout)``, woken by the exit itself rather than by ``wait``'s sleeps.
+
+    ``Popen.wait`` with a timeout polls, sleeping 0.5 ms, then 1 ms, 2 ms...:
+    about a millisecond past every attempt.  A pidfd (Linux 5.3) becomes
+    readable when the process exits; without one, ``wait`` as before.
+    ``subprocess.TimeoutExpired`` when it has not exited within ``timeout``.
+    """
+    try:
+        pidfd = os.pidfd_open(proc.pid)  # not reaped yet, so the pid is still this process's
+    except (AttributeError, OSError):
+        proc.wait(timeout=timeout)
+        return
+    try:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        poller.poll(timeout * 1000)
+    finally:
+        os.close(pidfd)
+    proc.wait(timeout=0)
+
+
 def _parse_status(data: bytes) -> dict[str, object] | None:
     if len(data) > _MAX_STATUS:
         return None
@@ -367,64 +392,92 @@ def _ended(
     )
 
 
-def _reaper_argv(status_fd: int, timeout_s: float | None) -> list[str]:
-    timeout = "" if timeout_s is None else repr(float(timeout_s))
+def _reaper_argv(status_fd: int, job_fd: int) -> list[str]:
     start = [sys.executable, "-I", "-S", "-B", "-c", _REAPER_START]
-    return [*start, str(status_fd), str(os.getpid()), timeout, "--"]
+    return [*start, str(status_fd), str(job_fd), str(os.getpid())]
 
 
-def run_command(
-    argv: Sequence[str],
-    *,
-    cwd: Path,
-    timeout_s: float | None,
-    env: Mapping[str, str] | None = None,
-    output: int = subprocess.DEVNULL,
-) -> CommandRun:
-    """Run ``argv`` once under its own reaper; return only when every process of it is gone.
+class _Reaper:
+    """A reaper process, started and waiting for its job (or the end of its socket)."""
 
-    ``output`` receives the command's stdout and stderr (a file descriptor;
-    the CLI passes its own stderr so its stdout stays machine-readable).  The
-    reaper kills the attempt at ``timeout_s``; if anything interrupts the wait
-    (a signal turned into an exception), the reaper is told to end the
-    attempt, and the exception goes on only after it has.
-    """
-    args = tuple(argv)
-    start = time.monotonic()
+    __slots__ = ("job", "proc", "status")
+
+    def __init__(self, proc: subprocess.Popen[bytes], status: int, job: _socket.socket) -> None:
+        self.proc = proc
+        self.status = status
+        """The read end of its status pipe."""
+        self.job = job
+        """Flakecore's end of its job socket: nobody else can write to it (no ``/proc`` path
+        opens a socket), so only flakecore can start its command."""
+
+    def abandon(self) -> None:
+        """End it unused: the socket ends without a job (so it would exit by itself) and it is
+        killed; it never ran anything."""
+        self.job.close()
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()
+        self.proc.wait()
+        _live.discard(self.proc.pid)
+        os.close(self.status)
+
+
+def _start_reaper(env: Mapping[str, str] | None, output: int) -> _Reaper:
+    """A new reaper, waiting for its job; ``OSError`` when it cannot be started."""
     read_end, write_end = os.pipe()
+    ours, theirs = _socket.socketpair()
     try:
-        try:
-            with _spawning:
-                if _stopped.is_set():
-                    raise OSError("the run was stopped")
-                proc = subprocess.Popen(
-                    [*_reaper_argv(write_end, timeout_s), *args],
-                    cwd=cwd,
-                    env=dict(env) if env is not None else None,
-                    stdin=subprocess.DEVNULL,
-                    stdout=output,
-                    stderr=output,
-                    start_new_session=True,
-                    pass_fds=(write_end,),
-                )
-                _live.add(proc.pid)
-        except OSError as exc:
-            return CommandRun(
-                argv=args,
-                returncode=None,
-                timed_out=False,
-                duration_s=time.monotonic() - start,
-                start_error=f"cannot start the attempt in {cwd}: {exc.strerror or exc}",
+        with _spawning:
+            if _stopped.is_set():
+                raise OSError("the run was stopped")
+            proc = subprocess.Popen(
+                _reaper_argv(write_end, theirs.fileno()),
+                cwd="/",  # its job names the command's directory, which may not exist yet
+                env=dict(env) if env is not None else None,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=output,
+                start_new_session=True,
+                pass_fds=(write_end, theirs.fileno()),
             )
-        finally:
-            os.close(write_end)
+            _live.add(proc.pid)
+    except BaseException:
+        os.close(read_end)
+        ours.close()
+        raise
+    finally:
+        os.close(write_end)
+        theirs.close()
+    return _Reaper(proc, read_end, ours)
+
+
+def _not_started(args: tuple[str, ...], cwd: Path, error: OSError, start: float) -> CommandRun:
+    return CommandRun(
+        argv=args,
+        returncode=None,
+        timed_out=False,
+        duration_s=time.monotonic() - start,
+        start_error=f"cannot start the attempt in {cwd}: {error.strerror or error}",
+    )
+
+
+def _run_on(
+    reaper: _Reaper, args: tuple[str, ...], cwd: Path, timeout_s: float | None, start: float
+) -> CommandRun:
+    """Send ``reaper`` its job and wait until it reports that every process of it is gone."""
+    proc, read_end = reaper.proc, reaper.status
+    try:
         hung = False
         try:
+            # The reaper waits in "/": a relative directory is flakecore's, as it was for Popen.
+            where = os.fspath(cwd) if os.path.isabs(cwd) else os.path.join(os.getcwd(), cwd)
+            with contextlib.suppress(OSError):  # a reaper gone already: its status says so
+                reaper.job.sendall(_reaper.job_message(where, timeout_s, list(args)))
+            reaper.job.close()
             # The reaper keeps the timeout; this deadline only guards against one that hangs.
             limit = None if timeout_s is None else timeout_s + _REAPER_GRACE_S
             data, arrived = _wait_status(proc, read_end, limit)
             if arrived:
-                proc.wait(timeout=_REAPER_GRACE_S)  # it exits right after its status line
+                _exited(proc, _REAPER_GRACE_S)  # it exits right after its status line
             else:
                 hung = True
                 _stop_reaper(proc)  # told to stop, it still reports what it ended
@@ -442,7 +495,111 @@ def run_command(
             _live.discard(proc.pid)
         return _ended(args, _parse_status(data), time.monotonic() - start, hung=hung)
     finally:
+        reaper.job.close()
         os.close(read_end)
+
+
+def run_command(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    timeout_s: float | None,
+    env: Mapping[str, str] | None = None,
+    output: int = subprocess.DEVNULL,
+) -> CommandRun:
+    """Run ``argv`` once under its own reaper; return only when every process of it is gone.
+
+    ``output`` receives the command's stdout and stderr (a file descriptor;
+    the CLI passes its own stderr so its stdout stays machine-readable).  The
+    reaper kills the attempt at ``timeout_s``; if anything interrupts the wait
+    (a signal turned into an exception), the reaper is told to end the
+    attempt, and the exception goes on only after it has.  (:class:`Reapers`
+    starts the reapers of several runs ahead of them.)
+    """
+    args, start = tuple(argv), time.monotonic()
+    try:
+        reaper = _start_reaper(env, output)
+    except OSError as exc:
+        return _not_started(args, cwd, exc, start)
+    return _run_on(reaper, args, cwd, timeout_s, start)
+
+
+#: The most reapers :class:`Reapers` keeps waiting at once (each an idle interpreter).
+REAPERS_AHEAD = 8
+
+
+class Reapers:
+    """The reapers of the next few runs, started ahead so that their start-up is off the path.
+
+    Each run still gets a reaper of its own, and its command starts only when
+    :meth:`run` is called: a waiting reaper runs nothing until flakecore
+    sends it the job, over a socket nobody else can write to.  Every reaper
+    not used is ended on :meth:`close` (also on an error or a signal), and a
+    reaper whose flakecore dies exits without running anything.  All runs
+    share ``env`` and ``output`` (see :func:`run_command`).  The first ones
+    are started by a thread of their own, so that the caller goes on (a
+    replay adds its worktree meanwhile); one caller thread uses the rest.
+    """
+
+    def __init__(
+        self, runs: int, *, env: Mapping[str, str] | None = None, output: int = subprocess.DEVNULL
+    ) -> None:
+        self._env, self._output = env, output
+        self._unstarted = runs
+        self._waiting: list[_Reaper | OSError] = []
+        self._started, self._closed = threading.Event(), threading.Event()
+        self._starting = threading.Thread(target=self._start_ahead, name="reapers", daemon=True)
+        self._starting.start()
+
+    def _start_ahead(self) -> None:
+        try:
+            self._top_up()
+        finally:
+            self._started.set()
+        # A reaper's PR_SET_PDEATHSIG fires when the *thread* that started it ends: this one
+        # lasts until every reaper it started is done with.
+        self._closed.wait()
+
+    def _top_up(self) -> None:
+        while self._unstarted > 0 and len(self._waiting) < REAPERS_AHEAD:
+            self._unstarted -= 1
+            try:
+                self._waiting.append(_start_reaper(self._env, self._output))
+            except OSError as exc:
+                self._waiting.append(exc)
+
+    def run(self, argv: Sequence[str], *, cwd: Path, timeout_s: float | None) -> CommandRun:
+        """:func:`run_command` on the next waiting reaper (a new one past the runs announced)."""
+        args, start = tuple(argv), time.monotonic()
+        self._started.wait()
+        if not self._waiting:
+            self._unstarted += 1
+            self._top_up()
+        reaper = self._waiting.pop(0)
+        self._top_up()  # the next one starts while this run goes on
+        if isinstance(reaper, OSError):
+            return _not_started(args, cwd, reaper, start)
+        if _stopped.is_set():
+            reaper.abandon()
+            return _not_started(args, cwd, OSError("the run was stopped"), start)
+        return _run_on(reaper, args, cwd, timeout_s, start)
+
+    def close(self) -> None:
+        """End every reaper still waiting; none of them ran anything."""
+        with signals_deferred():
+            self._started.wait()
+            waiting, self._waiting, self._unstarted = self._waiting, [], 0
+            for reaper in waiting:
+                if isinstance(reaper, _Reaper):
+                    reaper.abandon()
+            self._closed.set()
+            self._starting.join()
+
+    def __enter__(self) -> Reapers:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
 
 def remove_file(path: Path) -> None:

@@ -36,6 +36,7 @@ __all__ = [
     "read_objects",
     "repo_toplevel",
     "resolve_commit",
+    "toplevel_and_commit",
     "tree_entries",
     "tree_entry",
 ]
@@ -174,6 +175,26 @@ def resolve_commit(repo: Path, ref: str, *, flag: str = "--base") -> str:
     if not refs and not _ABBREV.fullmatch(name):
         raise _unknown(ref)
     return _rev_parse_commit(repo, (refs[0] if refs else name) + navigation, ref)
+
+
+def toplevel_and_commit(path: Path, ref: str) -> tuple[Path, str]:
+    """``repo_toplevel(path)`` and ``resolve_commit(top, ref)``: one git call for a full id.
+
+    A full commit id needs neither ref rules nor disambiguation, so one
+    ``rev-parse --show-toplevel ID^{commit} --`` answers both; anything but
+    the exact answer (an error, another id) is asked again the long way, so
+    the errors are those of :func:`repo_toplevel` and :func:`resolve_commit`.
+    """
+    if _FULL_SHA.fullmatch(ref):
+        try:
+            lines = git("rev-parse", "--show-toplevel", f"{ref}^{{commit}}", "--", cwd=path)
+        except GitError:
+            lines = ""
+        parts = lines.split("\n")  # the top, the id, and the "--" rev-parse echoes
+        if len(parts) == 4 and parts[0] and parts[1:] == [ref, "--", ""]:
+            return Path(os.path.realpath(parts[0])), ref
+    top_path = repo_toplevel(path)
+    return top_path, resolve_commit(top_path, ref)
 
 
 def _abbreviates_an_object(repo: Path, prefix: str) -> bool:

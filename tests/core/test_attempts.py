@@ -176,3 +176,20 @@ def test_reducer_never_counts_more_misses_than_lines(tmp_path: Path, data: bytes
     if summary.complete:
         assert data.endswith(b"\n")
         assert os.path.getsize(path) > 0
+
+
+@pytest.mark.parametrize("hold", [True, False])
+def test_a_log_written_without_fsync_is_the_same_log(tmp_path: Path, hold: bool) -> None:
+    """``durable=False`` (a replay's temporary log) skips the fsync and nothing else."""
+    results = [AttemptResult.MISS, AttemptResult.PASS, AttemptResult.TIMEOUT, AttemptResult.MISS]
+    logs = []
+    for durable in (True, False):
+        path = tmp_path / f"durable-{durable}.jsonl"
+        with AttemptWriter(path, seed=7, hold=hold, durable=durable) as writer:
+            for result in results:
+                writer.append(result)
+        logs.append(path)
+    assert logs[0].read_bytes() == logs[1].read_bytes()
+    one, other = (reduce_logs([p]) for p in logs)
+    assert (one.status, one.attempts, one.misses) == (other.status, other.attempts, other.misses)
+    assert (one.attempts, one.misses) == (4, 2)
