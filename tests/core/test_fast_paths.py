@@ -206,7 +206,10 @@ JSONISH = st.one_of(
         lambda value, before, after: before + json.dumps(value) + after,
         VALUES,
         st.sampled_from(["", " ", "\n", "\t\r "]),
-        st.sampled_from(["", " ", "\n", "x", "}", ",1", " 2"]),
+        st.sampled_from(
+            ["", " ", "\n", "\n\n", " \r\n\t", "x", "}", ",1", " 2", "\n x", "\x0b", "\x0c",
+             "\u00a0", "\u2028", "\n\x00"]
+        ),
     ),
     st.lists(
         st.sampled_from(
