@@ -109,16 +109,19 @@ _DECODER = json.JSONDecoder(
 #: so a decoded string can hold one only where the text has such an escape.
 #: The decoder's scanner (what ``decode`` runs), built the same way.
 _SCAN = json.scanner.make_scanner(_DECODER)  # type: ignore[arg-type]  # reads its options
-#: What ``decode`` skips before a value (JSON's whitespace), and the empty text.
-_WHITESPACE_OR_EMPTY = frozenset({"", " ", "\t", "\n", "\r"})
+#: JSON's whitespace: what ``decode`` skips around a value.
+_WHITESPACE = " \t\n\r"
+#: A first character ``decode`` skips (JSON's whitespace), and the empty text.
+_WHITESPACE_OR_EMPTY = frozenset({"", *_WHITESPACE})
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _decode(text: str) -> object:
     """``_DECODER.decode(text)``; a document with nothing around it skips decode's two layers.
 
-    A document that starts with its value and ends with it (what every JSON
-    Lines record is) is the decoder's one scan; anything else, an error
+    A document that starts with its value and ends with it, or with JSON's
+    whitespace after it (every JSON Lines record, and a record file with its
+    closing newline), is the decoder's one scan; anything else, an error
     included, is decoded again by ``decode`` itself, for its exact error.
     """
     if text[:1] not in _WHITESPACE_OR_EMPTY:
@@ -127,7 +130,7 @@ def _decode(text: str) -> object:
         except (StopIteration, ValueError, RecursionError):
             pass
         else:
-            if end == len(text):
+            if end == len(text) or not text[end:].strip(_WHITESPACE):
                 return value
     return _DECODER.decode(text)
 

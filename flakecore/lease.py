@@ -429,7 +429,8 @@ def _lease_sound(
     get = record.get
     if get("format") != LEASE_FORMAT or not format_version_ok(get("format_version")):
         return False
-    if not _KNOWN.issuperset(record) or not _REQUIRED.issubset(record):
+    keys = record.keys()  # compared as a set view: no set built from the record
+    if not (keys <= _KNOWN and keys >= _REQUIRED):
         return False
     test_id, canary, owner = record["test_id"], record["canary"], record["owner"]
     if not (isinstance(test_id, str) and test_id.strip()):
@@ -459,8 +460,8 @@ def _lease_sound(
     ids = record["attempt_ids"]
     if type(ids) is not list or ids != [r["attempt_id"] for r in replays]:
         return False
-    if greens != sum(1 for r in replays if r["passed"] is True):
-        return False  # at least one green: greens >= 1
+    if greens != [r["passed"] for r in replays].count(True):
+        return False  # each passed is a bool (replays_sound); at least one green: greens >= 1
     host, acceptor, author = record["replay_host"], record["accepted_by"], record["patch_author"]
     if not (is_runner_id(host) and is_identity(acceptor) and is_identity(author)):
         return False

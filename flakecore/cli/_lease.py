@@ -435,7 +435,7 @@ def _check_results(
 def _check_result(check: RecordCheck) -> Result:
     """Every record is a JSON line; only an invalid one is a text line and a GitHub row."""
     if check.valid:
-        return Result(json=check.to_json())
+        return Result(json_text=check.record_text())
     why = "; ".join(check.problems)
     row = SummaryRow(
         test=check.test_id or "",
@@ -448,4 +448,4 @@ def _check_result(check: RecordCheck) -> Result:
         file=check.path,
     )
     text = f"{check.path}: invalid {check.kind}: {flat(why)}"
-    return Result(json=check.to_json(), text=[text], row=row)
+    return Result(json_text=check.record_text(), text=[text], row=row)

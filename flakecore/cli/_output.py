@@ -147,6 +147,8 @@ class Result:
     """
 
     json: Mapping[str, object] | None = None
+    json_text: str | None = None
+    """The JSON form's line already encoded (what ``json`` would print), instead of ``json``."""
     text: Sequence[str] = ()
     stderr: Sequence[str] = ()
     row: SummaryRow | None = None
@@ -210,7 +212,9 @@ class Output:
 
     def emit(self, result: Result) -> None:
         """Print ``result`` in the chosen form (for GitHub: its annotation, now)."""
-        if self.form == "json" and result.json is not None:
+        if self.form == "json" and result.json_text is not None:
+            out_line(result.json_text)
+        elif self.form == "json" and result.json is not None:
             write_json_line(result.json)
         elif self.form == "text":
             for line in result.text:

@@ -237,15 +237,26 @@ def base_files(trust: RecordTrust, paths: Sequence[str]) -> Iterator[None]:
             places[(top, path)] = where
             name = posixpath.normpath(where)
             wanted.setdefault(posixpath.dirname(name), []).append(name)
-    entries: dict[tuple[Path, str, str], TreeEntry | None] = {}
+    listings: dict[str, TreeEntry | None] = {}
     for directory, names in wanted.items():
         # A name the listing of its directory lacks has no entry alone either (nor has
-        # one below a link or a submodule: git lists nothing below those).
-        listed = tree_entries(top, base, directory + "/" if directory else None)
-        entries.update(((top, base, n), listed.get(n)) for n in names)
-    oids = {e.oid for e in entries.values() if e is not None and e.is_file}
+        # one below a link or a submodule: git lists nothing below those).  No sizes
+        # asked (git would open every blob for them): each blob read gives its own.
+        listed = tree_entries(top, base, directory + "/" if directory else None, sizes=False)
+        listings.update((n, listed.get(n)) for n in names)
+    oids = {e.oid for e in listings.values() if e is not None and e.is_file}
     blobs = read_objects(top, sorted(oids))
     held = {(top, oid): data for oid, data in blobs.items()}
+    entries: dict[tuple[Path, str, str], TreeEntry | None] = {}
+    for name, entry in listings.items():
+        if entry is None or not entry.is_file:
+            entries[top, base, name] = entry
+        elif (blob := blobs.get(entry.oid)) is not None:
+            size = len(blob)
+            entries[top, base, name] = TreeEntry(
+                mode=entry.mode, type=entry.type, oid=entry.oid, size=size
+            )
+        # else: a blob git could not read, left to the one-path reading (which says why)
     _ENTRIES.update(entries)
     _BLOBS.update(held)
     tops = {top: top, trust.checkout: top}  # git's top, and the checkout resolved

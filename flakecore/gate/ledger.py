@@ -38,7 +38,14 @@ from flakecore.errors import InputError, MissingInputError
 from flakecore.files import read_bytes, write_atomic
 from flakecore.gate.basetrust import RecordTrust, base_files, read_record_file
 from flakecore.gate.vote import DECIDE_PACKET_FORMAT
-from flakecore.jsonio import MAX_DOCUMENT_BYTES, load_object, loads_strict
+from flakecore.jsonio import (
+    MAX_DOCUMENT_BYTES,
+    compact_text,
+    compact_value,
+    load_object,
+    loads_strict,
+    quote,
+)
 from flakecore.lease import LEASE_FORMAT, format_version_ok, lease_problems
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.signing import RecordSigner, sign_record
@@ -252,17 +259,58 @@ class RecordCheck:
 
     def to_json(self) -> dict[str, object]:
         """One JSON Lines record for ``lease check --json``."""
-        trust = None
-        if self.trust is not None:
-            trust = {k: v for k, v in self.trust.to_json().items() if k != "file"}
         return {
             "file": self.path,
             "kind": self.kind,
             "test_id": self.test_id,
             "valid": self.valid,
             "problems": list(self.problems),
-            "trust": trust,
+            "trust": None if self.trust is None else _trust_json(self.trust),
         }
+
+    def record_text(self) -> str:
+        """``compact_text(self.to_json())``, joined from parts.
+
+        The trust part is the same for every record one base (or one key)
+        vouches for: it is encoded once per distinct verdict, not per record.
+        """
+        trust = "null" if self.trust is None else _trust_text(self.trust)
+        return "".join(
+            (
+                '{"file":',
+                quote(self.path),
+                ',"kind":',
+                quote(self.kind),
+                ',"test_id":',
+                "null" if self.test_id is None else quote(self.test_id),
+                ',"valid":',
+                "false" if self.problems else "true",
+                ',"problems":',
+                compact_value(self.problems),
+                ',"trust":',
+                trust,
+                "}",
+            )
+        )
+
+
+def _trust_json(verdict: TrustVerdict) -> dict[str, object]:
+    """A record's trust in its ``lease check`` line: the verdict's JSON without the file."""
+    return {k: v for k, v in verdict.to_json().items() if k != "file"}
+
+
+#: Each distinct trust part's text, by what it is made of (bounded: a few per run).
+_TRUST_TEXTS: dict[tuple[object, ...], str] = {}
+
+
+def _trust_text(verdict: TrustVerdict) -> str:
+    key = (verdict.reason, verdict.detail, verdict.signers)
+    text = _TRUST_TEXTS.get(key)
+    if text is None:
+        text = compact_text(_trust_json(verdict))
+        if len(_TRUST_TEXTS) < 256:
+            _TRUST_TEXTS[key] = text
+    return text
 
 
 _KINDS: Final = {

@@ -252,25 +252,29 @@ def tree_entry(repo: Path, commit: str, path: str) -> TreeEntry | None:
     return tree_entries(repo, commit, path).get(path)
 
 
-def tree_entries(repo: Path, commit: str, pathspec: str | None = None) -> dict[str, TreeEntry]:
+def tree_entries(
+    repo: Path, commit: str, pathspec: str | None = None, *, sizes: bool = True
+) -> dict[str, TreeEntry]:
     """What ``git ls-tree -l --full-tree COMMIT -- PATHSPEC`` lists, by path from the top.
 
     ``pathspec`` is literal; ``dir/`` lists the entries of that directory,
     None those of the top.  Names that are not UTF-8 are decoded with
-    ``surrogateescape``.
+    ``surrogateescape``.  Without ``sizes`` (no ``-l``) every ``size`` is
+    None: git then need not open each blob to learn its size.
     """
     spec = () if pathspec is None else ("--", pathspec)
+    long = ("-l",) if sizes else ()
     out = _git_bytes(
-        "--literal-pathspecs", "ls-tree", "-l", "-z", "--full-tree", commit, *spec, cwd=repo
+        "--literal-pathspecs", "ls-tree", *long, "-z", "--full-tree", commit, *spec, cwd=repo
     )
     entries: dict[str, TreeEntry] = {}
     for entry in out.split(b"\0"):
         if not entry:
             continue
         meta, _, name = entry.partition(b"\t")
-        mode, kind, oid, size = meta.decode("ascii").split()
+        mode, kind, oid, *size = meta.decode("ascii").split()
         entries[name.decode("utf-8", "surrogateescape")] = TreeEntry(
-            mode=mode, type=kind, oid=oid, size=None if size == "-" else int(size)
+            mode=mode, type=kind, oid=oid, size=int(size[0]) if size and size[0] != "-" else None
         )
     return entries
 
@@ -284,23 +288,25 @@ def read_objects(repo: Path, oids: Sequence[str]) -> dict[str, bytes]:
     """The raw bytes of each blob in ``oids``, read by one ``git cat-file --batch``.
 
     An oid that is missing or not a blob is left out (read it alone to learn why).
+    ``--buffer``: git writes its output in full buffers, not one flush (and
+    one read here) per object.
     """
     if not oids:
         return {}
     out = _git_bytes(
-        "cat-file", "--batch", cwd=repo, stdin="".join(f"{o}\n" for o in oids).encode()
+        "cat-file", "--batch", "--buffer", cwd=repo, stdin="\n".join(oids).encode() + b"\n"
     )
     blobs: dict[str, bytes] = {}
     at = 0
     while at < len(out):
         end = out.index(b"\n", at)
-        oid, kind, *size = out[at:end].decode("ascii", "replace").split()
+        oid, kind, *size = out[at:end].split()
         at = end + 1
         if not size:  # "<oid> missing"
             continue
         length = int(size[0])
-        if kind == "blob":
-            blobs[oid] = out[at : at + length]
+        if kind == b"blob":
+            blobs[oid.decode("ascii", "replace")] = out[at : at + length]
         at += length + 1
     return blobs
 

@@ -50,10 +50,10 @@ from flakecore.codes import (
 from flakecore.decision import Decision
 from flakecore.digest import is_digest
 from flakecore.errors import InputError
-from flakecore.gate import _reaper, basetrust, guard
+from flakecore.gate import _reaper, basetrust, guard, ledger
 from flakecore.gate.config import DEFAULT_FIXTURE_GLOBS
 from flakecore.gate.guard import POLICY_TABLE
-from flakecore.jsonio import loads_strict
+from flakecore.jsonio import compact_text, loads_strict
 from flakecore.policy import Policy, PolicySource
 from flakecore.records import DECIDE_FIELDS
 from flakecore.trust import TrustedKey, TrustVerdict
@@ -206,7 +206,10 @@ JSONISH = st.one_of(
         lambda value, before, after: before + json.dumps(value) + after,
         VALUES,
         st.sampled_from(["", " ", "\n", "\t\r "]),
-        st.sampled_from(["", " ", "\n", "x", "}", ",1", " 2"]),
+        st.sampled_from(
+            ["", " ", "\n", "\n\n", " \r\n\t", "x", "}", ",1", " 2", "\n x", "\x0b", "\x0c",
+             "\u00a0", "\u2028", "\n\x00"]
+        ),
     ),
     st.lists(
         st.sampled_from(
@@ -955,3 +958,37 @@ def test_a_verdict_evolved_by_hand_is_what_attrs_evolve_gives() -> None:
     got = basetrust._evolved(verdict, path="b.json", record={"y": 2})
     want = attrs.evolve(verdict, path="b.json", record={"y": 2})
     assert attrs.asdict(got, recurse=False) == attrs.asdict(want, recurse=False)
+
+
+VERDICTS = st.builds(
+    TrustVerdict,
+    path=TEXT,
+    reason=st.sampled_from(list(TrustReason)),
+    detail=TEXT,
+    signers=st.lists(
+        st.builds(TrustedKey, keyid=st.sampled_from(["ci", "release-1"]), public=st.just("a" * 64)),
+        max_size=2,
+    ).map(tuple),
+)
+
+
+@settings(max_examples=600)
+@given(
+    TEXT,
+    st.sampled_from(["lease", "ledger-row", "decide-packet", "unknown"]),
+    st.none() | TEXT,
+    st.lists(TEXT, max_size=3).map(tuple),
+    st.none() | VERDICTS,
+)
+def test_a_record_checks_line_is_what_the_encoder_writes(
+    path: str,
+    kind: str,
+    test_id: str | None,
+    problems: tuple[str, ...],
+    trust: TrustVerdict | None,
+) -> None:
+    check = ledger.RecordCheck(
+        path=path, kind=kind, test_id=test_id, problems=problems, trust=trust
+    )
+    for _ in range(2):  # the trust part encoded afresh, then as kept
+        assert check.record_text() == compact_text(check.to_json())
