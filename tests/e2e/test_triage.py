@@ -275,8 +275,14 @@ def test_a_base_without_a_triage_table_is_a_usage_error(tmp_path: Path) -> None:
     assert "has no triage table, so no red test can be replayed" in run.stderr
 
 
+#: In base: every test run takes a second, so a replay outlasts the signal sent after its first.
+_SLOW = "import time\n\n\ndef pytest_runtest_call(item):\n    time.sleep(1)\n"
+
+
 def test_a_stop_signal_ends_every_replay_and_removes_every_worktree(tmp_path: Path) -> None:
-    repo = make_suite(tmp_path, table=pyproject(policies=("replay",)))
+    repo = make_suite(
+        tmp_path, table=pyproject(policies=("replay",)), base_files={"conftest.py": _SLOW}
+    )
     logs, _ = repo.ci_run()
     out = tmp_path / "out"
     run = subprocess.Popen(
@@ -291,6 +297,8 @@ def test_a_stop_signal_ends_every_replay_and_removes_every_worktree(tmp_path: Pa
         and sum(bool(p.read_bytes()) for p in logs_now("flakecore-triage-*/*.jsonl")) < 2
     ):
         time.sleep(0.05)
+    # Each replay has four more attempts of a second to go: still running, whatever the load.
+    assert run.poll() is None, "triage ended before both replays were under way"
     run.send_signal(signal.SIGTERM)
     _, stderr = run.communicate(timeout=120)
     assert run.returncode == 128 + signal.SIGTERM, stderr
