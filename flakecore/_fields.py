@@ -110,10 +110,13 @@ FORMAT_KEYS: Final = ("format", "format_version")
 #: so ``2**53`` and ``2**53 + 1`` would be two seeds here and one seed there.
 #: Larger seeds are strings.
 MAX_SAFE_INTEGER: Final = 2**53 - 1
+_MIN_SAFE_INTEGER: Final = -MAX_SAFE_INTEGER
 
 
 def is_int(value: object) -> bool:
     """A JSON integer every consumer reads alike: not a bool, not ``5.0``, within +-(2**53 - 1)."""
+    if type(value) is int:  # what the decoder makes: one type test (a bool is not one)
+        return _MIN_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
     return (
         isinstance(value, int)
         and not isinstance(value, bool)

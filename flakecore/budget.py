@@ -11,6 +11,7 @@ from flakecore._fields import (
     MAX_SAFE_INTEGER,
     MISSING,
     envelope_problems,
+    envelope_sound,
     is_bool,
     is_count,
     is_nonblank,
@@ -29,15 +30,46 @@ from flakecore.policy import DEFAULT_POLICY, Policy
 if TYPE_CHECKING:
     from flakecore.records import BudgetPacket
 
-__all__ = ["BudgetDecision", "budget", "budget_verdict", "ledger_row"]
+__all__ = ["BUDGET_RUN_FORMAT", "BudgetDecision", "budget", "budget_verdict", "ledger_row"]
 
 BudgetDecision = Decision[BudgetCode]
+#: ``format`` of the record ``budget-run`` writes (``budget.json``); here, not in the seed
+#: runner, so a reader of budget packets tells one apart without importing the runner.
+BUDGET_RUN_FORMAT = "flakecore.budget-run"
 
 
 _KNOWN = known_keys(BUDGET_FIELDS)
 
 
+def _sound(packet: Mapping[str, object]) -> bool:
+    """Whether :func:`_reasons` finds nothing: the same rules, without the wording."""
+    if not envelope_sound(packet, _KNOWN, "flakecore.budget-packet"):
+        return False
+    test_id = packet.get("test_id")
+    if not isinstance(test_id, str) or not test_id.strip():
+        return False
+    holds = packet.get("property_holds", MISSING)
+    if holds is not None and holds is not True and holds is not False:
+        return False
+    passes = packet.get("passes", MISSING)
+    if passes is not None and not is_count(passes):
+        return False
+    seeds = packet.get("seeds")
+    return (
+        isinstance(seeds, list)
+        and is_count(packet.get("budget"))
+        and is_digest(packet.get("parent_digest"))
+        and is_digest(packet.get("head_digest"))
+        and is_commit_id(packet.get("opened_against", "0" * 40))
+        and _seeds_ok(seeds)
+    )
+
+
 def _malformed(packet: Mapping[str, object]) -> list[str]:
+    return [] if _sound(packet) else _reasons(packet)
+
+
+def _reasons(packet: Mapping[str, object]) -> list[str]:
     reasons = envelope_problems(packet, "budget-packet", _KNOWN)
     if not is_nonblank(packet.get("test_id", MISSING)):
         reasons.append("test_id is missing or blank")

@@ -9,6 +9,7 @@ something else (docs/trust.md).
 
 from __future__ import annotations
 
+import binascii
 import os
 import re
 
@@ -28,9 +29,27 @@ _DIGEST = re.compile(r"[0-9a-f]{64}")
 _COMMIT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
+def _lower_hex(text: str) -> bool:
+    """Whether ``text`` (a ``str`` itself) is only lowercase hex digits, in C loops.
+
+    ``unhexlify`` refuses every character but a hex digit (of either case)
+    and ``hex`` writes lowercase, so the round trip gives ``text`` back
+    exactly when it is lowercase hex: a third less work than the pattern,
+    which a packet pays once per digest field.
+    """
+    if not text.isascii():
+        return False
+    try:
+        return binascii.unhexlify(text).hex() == text
+    except ValueError:  # binascii.Error: a character that is not a hex digit
+        return False
+
+
 def is_digest(value: object) -> bool:
     """True only for a string of exactly 64 lowercase hex digits."""
-    return isinstance(value, str) and _DIGEST.fullmatch(value) is not None
+    if type(value) is not str:  # a subclass of str: by the pattern
+        return isinstance(value, str) and _DIGEST.fullmatch(value) is not None
+    return len(value) == 64 and _lower_hex(value)
 
 
 def is_commit_id(value: object) -> bool:
@@ -39,7 +58,9 @@ def is_commit_id(value: object) -> bool:
     This is the one rule for a patch hash and a base commit: an abbreviated
     id, a branch name or ``sha256:``-prefixed text is not one.
     """
-    return isinstance(value, str) and _COMMIT_ID.fullmatch(value) is not None
+    if type(value) is not str:  # a subclass of str: by the pattern
+        return isinstance(value, str) and _COMMIT_ID.fullmatch(value) is not None
+    return (len(value) == 40 or len(value) == 64) and _lower_hex(value)
 
 
 def commit_id_problem(name: str, value: object) -> str | None:

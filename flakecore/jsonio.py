@@ -180,8 +180,8 @@ def loads_strict(data: bytes, *, source: str = "<input>", line: int | None = Non
         ) from None
     except (_Refused, ValueError, RecursionError) as exc:
         raise InputError(f"invalid JSON: {exc}", source=source, line=line) from None
-    if _SURROGATE_ESCAPE.search(text) is None:
-        return value  # no escape of a surrogate: nothing to walk for
+    if "\\" not in text or _SURROGATE_ESCAPE.search(text) is None:
+        return value  # no escape of a surrogate (no escape at all: one memchr): nothing to walk for
     for string in _walk_strings(value):
         try:
             string.encode("utf-8")

@@ -90,11 +90,18 @@ def _judge(name: PolicyName, now: str | None) -> Judge:
 
 
 def _budget_judge() -> Judge:
-    """A budget packet, or budget-run's ``budget.json`` as it is (its packet, checked)."""
-    from flakecore.budget import budget  # noqa: PLC0415
-    from flakecore.gate.seedrun import budget_evidence  # noqa: PLC0415
+    """A budget packet, or budget-run's ``budget.json`` as it is (its packet, checked).
+
+    The seed runner, which checks a ``budget.json``, is imported by the first
+    one: a batch of budget packets does not pay for its imports.
+    """
+    from flakecore.budget import BUDGET_RUN_FORMAT, budget  # noqa: PLC0415
 
     def judge(record: Mapping[str, object], policy: Policy) -> AnyDecision:
+        if record.get("format") != BUDGET_RUN_FORMAT:  # what budget_evidence passes on as it is
+            return budget(record, policy=policy)
+        from flakecore.gate.seedrun import budget_evidence  # noqa: PLC0415
+
         packet, refused = budget_evidence(record, policy=policy)
         return refused or budget(packet, policy=policy)
 

@@ -30,7 +30,7 @@ from typing import Final
 
 import attrs
 
-from flakecore.budget import BudgetDecision, budget, budget_verdict
+from flakecore.budget import BUDGET_RUN_FORMAT, BudgetDecision, budget, budget_verdict
 from flakecore.codes import AttemptResult, BudgetCode
 from flakecore.digest import canonical_json_sha256, sha256_bytes
 from flakecore.errors import InputError, UsageError
@@ -65,8 +65,6 @@ __all__ = [
     "run_budget",
 ]
 
-#: ``format`` of the record ``budget-run`` writes (``budget.json``).
-BUDGET_RUN_FORMAT = "flakecore.budget-run"
 #: The fields of ``budget.json`` and of its parts (schemas/budget-run.v1.json).
 BUDGET_RUN_FIELDS: Final = {
     "": ("format", "format_version", "test_id", "parent", "head", "property", "runs", "packet"),

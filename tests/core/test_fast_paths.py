@@ -48,7 +48,7 @@ from flakecore.codes import (
     TrustReason,
 )
 from flakecore.decision import Decision
-from flakecore.digest import is_digest
+from flakecore.digest import is_commit_id, is_digest
 from flakecore.errors import InputError
 from flakecore.gate import _reaper, basetrust, guard, ledger
 from flakecore.gate.config import DEFAULT_FIXTURE_GLOBS
@@ -469,7 +469,8 @@ FIELD_VALUES: st.SearchStrategy[object] = st.one_of(
          "flakecore.decide-packet", "flakecore.admit-packet", "flakecore.budget-packet",
          "img:local-uncontainerized+nonce:0123456789abcdef",
          "img:sha256:" + "a" * 64 + "+nonce:0123456789abcdef",
-         "img:" + "a" * 64 + "+nonce:0123456789ABCDEF", [], {}, ["a"]]
+         "img:" + "a" * 64 + "+nonce:0123456789ABCDEF", [], {}, ["a"], [1, 2, 3, 4, 5],
+         [1, "1", 2, 3, 4], [2**53, 1, 2, 3, 4], [True, 1, 2, 3, 4], [1, 1, 2, 3, 4], 5, 8]
     ),
     TEXT,
 )  # fmt: skip
@@ -493,7 +494,11 @@ def _varied(kind: str) -> st.SearchStrategy[dict[str, object]]:
 
 
 @settings(max_examples=1500)
-@given(st.sampled_from(["admit", "decide"]).flatmap(lambda k: st.tuples(st.just(k), _varied(k))))
+@given(
+    st.sampled_from(["admit", "decide", "budget"]).flatmap(
+        lambda k: st.tuples(st.just(k), _varied(k))
+    )
+)
 def test_a_sound_packet_is_one_the_worded_check_finds_nothing_in(
     case: tuple[str, dict[str, object]],
 ) -> None:
@@ -759,6 +764,49 @@ def test_the_seed_list_checks_in_c_loops_are_the_per_seed_ones(seeds: list[objec
     assert budget_module._seeds_ok(seeds) is all(map(_fields.is_seed, seeds))
     by_value_and_type = {(type(s).__name__, s) for s in seeds}
     assert budget_module._distinct(seeds) is (len(by_value_and_type) == len(seeds))
+
+
+class _Str(str):
+    """A subclass of ``str``: the digest checks take the pattern's path for it."""
+
+
+#: Text on each side of the hex rules: cases, lengths, non-ASCII digits and letters,
+#: whitespace ``unhexlify`` would skip elsewhere, a ``0x`` prefix.
+def _near_hex(size: int) -> st.SearchStrategy[str]:
+    """Lowercase hex of ``size`` characters with up to two replaced by a near miss."""
+    return st.builds(
+        lambda text, subs: "".join(dict(subs).get(i, c) for i, c in enumerate(text)),
+        st.text(st.sampled_from("0123456789abcdef"), min_size=size, max_size=size),
+        st.lists(
+            st.tuples(st.integers(0, size), st.sampled_from("ABCDEFx \n\u0660\uff41g-")),
+            max_size=2,
+        ),
+    )
+
+
+HEX_TEXT = st.one_of(
+    st.sampled_from([39, 40, 41, 63, 64, 65]).flatmap(_near_hex),
+    st.sampled_from(["a" * 40, "a" * 64, "0x" + "a" * 62, "a" * 63 + "\n", "A" * 64]),
+    TEXT,
+).flatmap(lambda t: st.sampled_from([t, _Str(t)]))
+
+
+@settings(max_examples=2000)
+@given(HEX_TEXT)
+def test_the_hex_checks_are_the_patterns(text: str) -> None:
+    assert is_digest(text) is (re.fullmatch(r"[0-9a-f]{64}", text) is not None)
+    assert is_commit_id(text) is (re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", text) is not None)
+
+
+@given(st.one_of(st.integers(-(2**60), 2**60), st.booleans(), st.floats(), TEXT, st.none()))
+@case(2**53 - 1)
+@case(-(2**53 - 1))
+@case(2**53)
+@case(-(2**53))
+def test_is_int_is_the_isinstance_rule(value: object) -> None:
+    safe = 2**53 - 1
+    rule = isinstance(value, int) and not isinstance(value, bool) and -safe <= value <= safe
+    assert _fields.is_int(value) is rule
 
 
 #: Roles, and spellings of them that are one identity (case, spaces) or none (a plain host).
