@@ -2,12 +2,21 @@
 
 Each enum's *values* are the exact strings of docs/policies.md; they are what JSON
 records and other languages see.  Anything not in these sets is unknown, and
-an unknown code is a refusal.
+an unknown code is a refusal.  The codes of attempts (:class:`Outcome`,
+:class:`AttemptFlag`, :class:`AttemptResult`) and :class:`TrustReason` are
+kept in their own modules and loaded on first use: the policy verbs use
+none of them (docs/performance.md).
 """
 
 from __future__ import annotations
 
 import enum
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # for type checkers; at run time they load on first use
+    from flakecore._attempt_codes import AttemptFlag, AttemptResult, Outcome
+    from flakecore._trust_codes import TrustReason
 
 __all__ = [
     "AdmitCode",
@@ -32,44 +41,6 @@ class PolicyName(str, enum.Enum):
     DECIDE = "decide"  # clean-runner vote (docs/policies.md)
     BUDGET = "budget"  # fixed seed budget (docs/policies.md)
     CLASSIFY = "classify"  # exit classes and the lease (docs/policies.md)
-
-
-class Outcome(str, enum.Enum):
-    """Outcome of one execution of one test, as adapters report it."""
-
-    PASS = "pass"  # the test ran and passed
-    FAIL = "fail"  # the test's own assertion failed: the only miss
-    ERROR = "error"  # setup/teardown/collection/import error, hook failure, crash
-    SKIP = "skip"  # skipped, xfail, disabled, failing TODO
-    TIMEOUT = "timeout"  # killed for exceeding its time limit
-
-
-class AttemptFlag(str, enum.Enum):
-    """Why an adapter's attempt record cannot be taken at face value.
-
-    Evidence carrying any flag cannot open a freeze: it is incomplete.
-    """
-
-    CONFLICTING_DUPLICATE = "conflicting-duplicate"  # one id in separate elements (any outcomes)
-    UNEXPECTED_PASS = "unexpected-pass"  # an expected failure passed (xpass, passing TODO)
-    BAILED_OUT = "bailed-out"  # recorded after the run announced it gave up (TAP Bail out!)
-    INCOMPLETE_HISTORY = "incomplete-history"  # the report kept fewer attempts than ran
-    STREAM_DEFECT = "stream-defect"  # the report as a whole is defective (TAP plan, cut, ...)
-
-
-class AttemptResult(str, enum.Enum):
-    """``result`` of one attempt-log line (README.md, evidence primitives)."""
-
-    PASS = "pass"  # attempt passed
-    MISS = "miss"  # the assertion failed
-    ERROR = "error"  # started, but errored before a verdict
-    SKIP = "skip"  # started, skipped
-    TIMEOUT = "timeout"  # started, killed at its time limit
-
-    @classmethod
-    def from_outcome(cls, outcome: Outcome) -> AttemptResult:
-        """Map an adapter outcome to a log result (``fail`` is a ``miss``)."""
-        return cls.MISS if outcome is Outcome.FAIL else cls(outcome.value)
 
 
 class LogStatus(str, enum.Enum):
@@ -134,37 +105,6 @@ class FailureClass(str, enum.Enum):
     PASS = "pass"  # the clean run did not fail
 
 
-class TrustReason(str, enum.Enum):
-    """Why a stored record counts as evidence, or why it does not (docs/trust.md).
-
-    Three values trust a record; every other value refuses it.  A record
-    the patch could have written counts only when base holds it byte for
-    byte or a trusted key signed it; an unsigned record outside the scored
-    checkout counts as the job's own output (its reader re-verifies it:
-    docs/trust.md).
-    """
-
-    BASE_IDENTICAL = "BASE_IDENTICAL"  # trusted: byte-identical at the same path in base
-    SIGNED = "SIGNED"  # trusted: a valid signature by a key the trusted configuration names
-    OUTSIDE_CHECKOUT = "OUTSIDE_CHECKOUT"  # trusted: unsigned outside the checkout, the job's own
-    NOT_IN_BASE = "NOT_IN_BASE"  # base has no file at this path: the diff adds it, unsigned
-    CHANGED_SINCE_BASE = "CHANGED_SINCE_BASE"  # base holds other bytes here: changed, unsigned
-    SYMLINK = "SYMLINK"  # reached through a symbolic link (checkout or base): not the same path
-    NOT_A_FILE = "NOT_A_FILE"  # a directory, submodule (gitlink), FIFO, device ... not a file
-    OUTSIDE_REPOSITORY = "OUTSIDE_REPOSITORY"  # the path leaves the repository
-    NO_TRUSTED_KEYS = "NO_TRUSTED_KEYS"  # a signed record, but the trusted config names no key
-    MALFORMED_ENVELOPE = "MALFORMED_ENVELOPE"  # not a DSSE envelope flakecore can read
-    WRONG_PAYLOAD_TYPE = "WRONG_PAYLOAD_TYPE"  # payloadType is not the in-toto JSON type
-    UNTRUSTED_KEY = "UNTRUSTED_KEY"  # no signature by a key id the trusted config names
-    BAD_SIGNATURE = "BAD_SIGNATURE"  # a trusted key id, but the signature does not verify
-    BAD_STATEMENT = "BAD_STATEMENT"  # the payload is not a well-formed in-toto Statement v1
-    WRONG_PREDICATE_TYPE = "WRONG_PREDICATE_TYPE"  # predicateType is not flakecore's
-    SUBJECT_MISMATCH = "SUBJECT_MISMATCH"  # the subject does not match the signed record
-    INVALID_RECORD = "INVALID_RECORD"  # the signed record is not a valid record of its kind
-    NOT_SIGNED = "NOT_SIGNED"  # a signer was required (a clean run; no base to compare), none
-    SAME_SIGNER = "SAME_SIGNER"  # signed only by keys that also signed the other run
-
-
 class TriageVerdict(str, enum.Enum):
     """What ``flakecore triage`` says about one red test of a patch's CI run.
 
@@ -178,3 +118,25 @@ class TriageVerdict(str, enum.Enum):
     REJECT_POLICY = "REJECT_POLICY"  # another refusal of a configured policy (drift, stable, ...)
     REJECT_ERROR = "REJECT_ERROR"  # an error or timeout (set-up, collection): never a flake
     REJECT_INCOMPLETE = "REJECT_INCOMPLETE"  # the evidence cannot decide (no pinned seed, ...)
+
+
+#: The module of each code kept apart from this one.
+_HOMES = {
+    "AttemptFlag": "_attempt_codes",
+    "AttemptResult": "_attempt_codes",
+    "Outcome": "_attempt_codes",
+    "TrustReason": "_trust_codes",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Load a code kept apart on first use, then keep it here."""
+    if name not in _HOMES:
+        raise AttributeError(f"module 'flakecore.codes' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"flakecore.{_HOMES[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Collection
 
 from flakecore.attempts import reduce_logs
 from flakecore.cli._config import add_config_arguments, config_from_args
@@ -14,7 +15,9 @@ from flakecore.exits import ATTEMPTS_EXIT
 __all__ = ["register"]
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], wanted: Collection[str]
+) -> None:
     """Add the ``attempts`` verb."""
     parser = sub.add_parser(
         "attempts",

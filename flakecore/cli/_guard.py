@@ -10,6 +10,7 @@ revision's ``[tool.flakecore]`` (the patch could set ``fixture_globs =
 from __future__ import annotations
 
 import argparse
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from flakecore._wording import plural
@@ -26,7 +27,9 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], wanted: Collection[str]
+) -> None:
     """Add the ``guard`` verb."""
     parser = sub.add_parser(
         "guard",

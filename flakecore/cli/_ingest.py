@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import IO, Any, BinaryIO, cast
 
 from flakecore._wording import plural
@@ -33,7 +33,9 @@ from flakecore.testids import closest_ids
 __all__ = ["register"]
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], wanted: Collection[str]
+) -> None:
     """Add the ``ingest`` verb."""
     parser = sub.add_parser(
         "ingest",

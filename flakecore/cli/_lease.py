@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from flakecore._wording import plural
 from flakecore.cli._common import (
@@ -49,7 +49,9 @@ from flakecore.lease import LEASE_FORMAT, Roles, build_lease, lease_problems, sh
 __all__ = ["register"]
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], wanted: Collection[str]
+) -> None:
     """Add the ``lease`` verbs."""
     lease = sub.add_parser(
         "lease",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+from collections.abc import Collection
 
 from flakecore.cli._common import (
     RecordWriteError,
@@ -34,7 +35,9 @@ from flakecore.trust import TrustVerdict
 __all__ = ["register"]
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], wanted: Collection[str]
+) -> None:
     """Add the ``ledger`` verbs."""
     ledger = sub.add_parser(
         "ledger",

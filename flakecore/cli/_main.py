@@ -21,7 +21,12 @@ __all__ = ["build_parser", "parser_for", "run"]
 
 
 def build_parser(verbs: Collection[str] | None = None) -> UsageArgumentParser:
-    """The argument parser: every verb, or only the modules that register ``verbs``."""
+    """The argument parser: every verb, or only ``verbs``.
+
+    Each verb's module is imported and its ``register(sub, wanted)`` adds
+    those of its verbs that ``wanted`` names (a module may add all of its own:
+    ``validate`` and ``schema`` are added together).
+    """
     parser = UsageArgumentParser(
         prog="flakecore",
         description=(
@@ -37,8 +42,9 @@ def build_parser(verbs: Collection[str] | None = None) -> UsageArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"flakecore {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
-    for module in dict.fromkeys(VERBS[verb] for verb in (VERBS if verbs is None else verbs)):
-        importlib.import_module(f"flakecore.cli.{module}").register(sub)
+    wanted = list(VERBS if verbs is None else verbs)
+    for module in dict.fromkeys(VERBS[verb] for verb in wanted):
+        importlib.import_module(f"flakecore.cli.{module}").register(sub, wanted)
     return parser
 
 

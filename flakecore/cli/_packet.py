@@ -10,6 +10,7 @@ run's: a clean runner is a different key, not a different string.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Collection
 
 from flakecore.cli._common import add_patch_hash_argument, flat, one_stdin, warn, write_record
 from flakecore.cli._config import Configured, Need, add_config_arguments, config_from_args
@@ -27,7 +28,9 @@ from flakecore.trust import TrustVerdict, require_other_signer
 __all__ = ["register"]
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], wanted: Collection[str]
+) -> None:
     """Add the ``packet`` verb."""
     parser = sub.add_parser(
         "packet",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from flakecore.cli._common import (
@@ -139,9 +139,13 @@ _COMMON_EPILOG = (
 )
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add the four policy verbs."""
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], wanted: Collection[str]
+) -> None:
+    """Add those of the four policy verbs that ``wanted`` names (only the one a call runs)."""
     for name in PolicyName:
+        if name.value not in wanted:
+            continue
         summary, exits = _HELP[name]
         parser = sub.add_parser(
             name.value,

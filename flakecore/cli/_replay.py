@@ -17,7 +17,7 @@ import os
 import shlex
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -71,10 +71,14 @@ _BUDGET_EPILOG = (
 )
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add the ``replay`` and ``budget-run`` verbs."""
-    _register_replay(sub)
-    _register_budget_run(sub)
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], wanted: Collection[str]
+) -> None:
+    """Add those of the ``replay`` and ``budget-run`` verbs that ``wanted`` names."""
+    if "replay" in wanted:
+        _register_replay(sub)
+    if "budget-run" in wanted:
+        _register_budget_run(sub)
 
 
 def _common_run_flags(parser: argparse.ArgumentParser) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Collection
 
 from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments
@@ -17,7 +18,9 @@ __all__ = ["IMAGE_ENV", "register"]
 IMAGE_ENV = "FLAKECORE_IMAGE_DIGEST"
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], wanted: Collection[str]
+) -> None:
     """Add the ``runner-id`` verb."""
     parser = sub.add_parser(
         "runner-id",

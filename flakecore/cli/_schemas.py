@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 import attrs
 
@@ -36,7 +36,9 @@ __all__ = ["register"]
 _SEVERITY = (EXIT_NOINPUT, EXIT_DATAERR, VALIDATE_INVALID, EXIT_OK)
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], wanted: Collection[str]
+) -> None:
     """Add the ``validate`` and ``schema`` verbs."""
     parser = sub.add_parser(
         "validate",

@@ -15,7 +15,7 @@ import os
 import shlex
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import cast
 
@@ -58,7 +58,9 @@ _EPILOG = (
 )
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], wanted: Collection[str]
+) -> None:
     """Add the ``triage`` verb."""
     parser = sub.add_parser(
         "triage",

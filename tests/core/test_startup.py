@@ -126,9 +126,28 @@ def test_the_verb_table_is_what_the_modules_register() -> None:
 
     assert registered(_main.build_parser()) == list(cli.VERBS)
     for verb, module in cli.VERBS.items():
-        assert registered(_main.build_parser([verb])) == [
-            v for v, m in cli.VERBS.items() if m == module
-        ]
+        added = registered(_main.build_parser([verb]))
+        assert verb in added
+        assert set(added) <= {v for v, m in cli.VERBS.items() if m == module}
+    # a policy verb's call builds its own parser, not the other three's
+    for verb in ("admit", "decide", "budget", "classify", "replay", "budget-run"):
+        assert registered(_main.build_parser([verb])) == [verb]
+
+
+def test_the_codes_kept_apart_load_on_first_use_and_are_the_same_objects() -> None:
+    code = (
+        "import sys, flakecore.codes as c\n"
+        "before = sorted(m for m in sys.modules if 'codes' in m)\n"
+        "import flakecore._attempt_codes as a, flakecore._trust_codes as t\n"
+        "same = [c.Outcome is a.Outcome, c.AttemptFlag is a.AttemptFlag,\n"
+        "        c.AttemptResult is a.AttemptResult, c.TrustReason is t.TrustReason]\n"
+        "print(before, same, set(c.__all__) <= set(dir(c)))"
+    )
+    assert fresh(code) == "['flakecore.codes'] [True, True, True, True] True"
+    from flakecore import codes
+
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        _ = codes.Nope
 
 
 def outcome(parser: argparse.ArgumentParser, argv: Sequence[str]) -> tuple[object, ...]:
@@ -220,6 +239,8 @@ NOT_FOR_ONE_PACKET = (
     "flakecore.records",
     "flakecore.cli._github",
     "flakecore.gate.triage_config",
+    "flakecore._attempt_codes",
+    "flakecore._trust_codes",
 )
 POLICY_MODULES = ("flakecore.admit", "flakecore.budget", "flakecore.classify", "flakecore.decide")
 
