@@ -25,8 +25,10 @@ __all__ = [
     "sha256_bytes",
 ]
 
-_DIGEST = re.compile(r"[0-9a-f]{64}")
-_COMMIT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+#: The patterns a ``str`` subclass is checked by (compiled by ``re``'s cache on first use):
+#: a plain ``str`` takes :func:`_lower_hex`.
+_DIGEST = r"[0-9a-f]{64}"
+_COMMIT_ID = r"[0-9a-f]{40}|[0-9a-f]{64}"
 
 
 def _lower_hex(text: str) -> bool:
@@ -48,7 +50,7 @@ def _lower_hex(text: str) -> bool:
 def is_digest(value: object) -> bool:
     """True only for a string of exactly 64 lowercase hex digits."""
     if type(value) is not str:  # a subclass of str: by the pattern
-        return isinstance(value, str) and _DIGEST.fullmatch(value) is not None
+        return isinstance(value, str) and re.fullmatch(_DIGEST, value) is not None
     return len(value) == 64 and _lower_hex(value)
 
 
@@ -59,7 +61,7 @@ def is_commit_id(value: object) -> bool:
     id, a branch name or ``sha256:``-prefixed text is not one.
     """
     if type(value) is not str:  # a subclass of str: by the pattern
-        return isinstance(value, str) and _COMMIT_ID.fullmatch(value) is not None
+        return isinstance(value, str) and re.fullmatch(_COMMIT_ID, value) is not None
     return (len(value) == 40 or len(value) == 64) and _lower_hex(value)
 
 

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import os
 import re
-import unicodedata
 
 import attrs
 
@@ -54,8 +53,9 @@ __all__ = [
 #: The honest image name when the job does not run in a nameable image.
 LOCAL_IMAGE = "local-uncontainerized"
 
-_IMAGE = re.compile(r"(?:sha256:[0-9a-f]{64}|[0-9a-f]{64}|local-uncontainerized)")
-_RUNNER = re.compile(rf"img:(?P<image>{_IMAGE.pattern})\+nonce:(?P<nonce>[0-9a-f]{{16}})")
+#: The image grammar, compiled by ``re``'s cache when ``fresh`` first checks one.
+_IMAGE = r"(?:sha256:[0-9a-f]{64}|[0-9a-f]{64}|local-uncontainerized)"
+_RUNNER = re.compile(rf"img:(?P<image>{_IMAGE})\+nonce:(?P<nonce>[0-9a-f]{{16}})")
 _RUNNER_GRAMMAR = "'img:<image digest>+nonce:<16 hex>'"
 
 
@@ -70,7 +70,7 @@ class RunnerId:
     def fresh(cls, image_digest: str | None = None) -> RunnerId:
         """A new identity for this job; ``image_digest`` None means uncontainerized."""
         image = LOCAL_IMAGE if image_digest is None else image_digest.strip()
-        if _IMAGE.fullmatch(image) is None:
+        if re.fullmatch(_IMAGE, image) is None:
             raise ValueError(
                 f"image digest {image!r} is not 'sha256:<64 hex>', '<64 hex>' or {LOCAL_IMAGE!r}"
             )
@@ -105,6 +105,8 @@ def identity_problem(value: object) -> str | None:
         return "is missing or blank"
     if value.isascii() and value.isprintable():  # both C loops; the common case
         return None
+    import unicodedata  # noqa: PLC0415 - only text outside printable ASCII is named
+
     at, char = next((i, c) for i, c in enumerate(value) if not " " <= c <= "~")
     name = unicodedata.name(char, unicodedata.category(char))
     return f"is not printable ASCII: U+{ord(char):04X} ({name}) at index {at}"
@@ -130,6 +132,8 @@ def is_runner_id(value: object) -> bool:
 
 
 def _fold_slow(text: str) -> str:
+    import unicodedata  # noqa: PLC0415 - only text outside ASCII takes this path
+
     folded = unicodedata.normalize("NFKC", text).casefold()
     return "".join(ch for ch in folded if not ch.isspace() and unicodedata.category(ch) != "Cf")
 
