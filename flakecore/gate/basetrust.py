@@ -194,7 +194,8 @@ def _base_verdict(top: Path, base_sha: str, path: str) -> tuple[TrustVerdict, by
     if not entry.is_file:
         what = "a submodule (gitlink)" if entry.type == "commit" else f"a {entry.type}"
         return refused(path, TrustReason.NOT_A_FILE, f"{what} in base {short}"), None
-    if entry.size == len(data) and _blob(top, entry.oid) == data:
+    # No size: an object git could not read, which reading it now says (a GitError).
+    if entry.size in (None, len(data)) and _blob(top, entry.oid) == data:
         detail = f"byte-identical in base {short}"
         return TrustVerdict(
             path=path, reason=TrustReason.BASE_IDENTICAL, detail=detail, data=data

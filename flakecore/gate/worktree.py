@@ -260,7 +260,9 @@ def tree_entries(
     ``pathspec`` is literal; ``dir/`` lists the entries of that directory,
     None those of the top.  Names that are not UTF-8 are decoded with
     ``surrogateescape``.  Without ``sizes`` (no ``-l``) every ``size`` is
-    None: git then need not open each blob to learn its size.
+    None: git then need not open each blob to learn its size.  A size git
+    cannot tell (``-`` for a tree, ``BAD`` for an object the repository lacks)
+    is None too.
     """
     spec = () if pathspec is None else ("--", pathspec)
     long = ("-l",) if sizes else ()
@@ -274,7 +276,7 @@ def tree_entries(
         meta, _, name = entry.partition(b"\t")
         mode, kind, oid, *size = meta.decode("ascii").split()
         entries[name.decode("utf-8", "surrogateescape")] = TreeEntry(
-            mode=mode, type=kind, oid=oid, size=int(size[0]) if size and size[0] != "-" else None
+            mode=mode, type=kind, oid=oid, size=int(size[0]) if size and size[0].isdigit() else None
         )
     return entries
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from flakecore.codes import TrustReason
-from flakecore.errors import InputError, UsageError
+from flakecore.errors import GitError, InputError, UsageError
 from flakecore.gate.basetrust import trusted_by_base
 from trust.support import LEASE_PATH, Checkout, lease_bytes, make_checkout
 
@@ -136,6 +136,14 @@ def test_a_missing_record_is_an_input_error_and_a_ref_must_be_resolved(checkout:
         trusted_by_base(checkout.top, "main", LEASE_PATH)
     with pytest.raises(UsageError, match="full commit id"):
         trusted_by_base(checkout.top, checkout.base[:12], LEASE_PATH)
+
+
+def test_a_blob_the_repository_lacks_is_a_git_error_not_a_verdict(checkout: Checkout) -> None:
+    """The twin of the first test: base's object for the lease deleted from the repository."""
+    oid = checkout.git("rev-parse", f"{checkout.base}:{LEASE_PATH}").strip()
+    (checkout.top / ".git" / "objects" / oid[:2] / oid[2:]).unlink()
+    with pytest.raises(GitError, match=oid):
+        trusted_by_base(checkout.top, checkout.base, LEASE_PATH)
 
 
 def test_a_subdirectory_of_the_checkout_finds_the_same_top(checkout: Checkout) -> None:
