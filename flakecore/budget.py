@@ -21,7 +21,7 @@ from flakecore._fields import (
 )
 from flakecore._wording import plural
 from flakecore.codes import BudgetCode, PolicyName
-from flakecore.decision import Decision
+from flakecore.decision import Decision, trusted_decision
 from flakecore.digest import is_commit_id, is_digest
 from flakecore.errors import UsageError
 from flakecore.exits import BUDGET_EXIT
@@ -141,13 +141,13 @@ def _budget_problems(seeds: Sequence[object], passes: object, n: int, minimum: i
 
 def budget_verdict(code: BudgetCode, *reasons: str, policy: Policy) -> BudgetDecision:
     """A ``budget`` decision for ``code`` (also used by ``budget-run`` when it must stop early)."""
-    return Decision(
-        policy=PolicyName.BUDGET,
-        code=code,
-        exit_code=BUDGET_EXIT[code],
-        accepted=code is BudgetCode.FLAKE_CANDIDATE,
-        reasons=reasons,
-        policy_values=policy.values("min_seed_budget", "max_lease_days"),
+    return trusted_decision(
+        PolicyName.BUDGET,
+        code,
+        BUDGET_EXIT[code],
+        code is BudgetCode.FLAKE_CANDIDATE,
+        reasons,
+        policy.values("min_seed_budget", "max_lease_days"),
     )
 
 
@@ -164,7 +164,7 @@ def budget(
     def verdict(code: BudgetCode, *reasons: str) -> BudgetDecision:
         return budget_verdict(code, *reasons, policy=policy)
 
-    if not isinstance(data, Mapping):
+    if type(data) is not dict and not isinstance(data, Mapping):
         return verdict(BudgetCode.INSUFFICIENT_BUDGET, "packet is not a JSON object")
     if reasons := _malformed(data):
         return verdict(BudgetCode.INSUFFICIENT_BUDGET, *reasons)

@@ -6,6 +6,7 @@ The table, in order, is in docs/policies.md.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -26,7 +27,7 @@ from flakecore._fields import (
 )
 from flakecore._wording import plural
 from flakecore.codes import ClassifyClass, PolicyName
-from flakecore.decision import Decision
+from flakecore.decision import Decision, slot_setters
 from flakecore.digest import is_digest
 from flakecore.exits import CLASSIFY_EXIT, CLASSIFY_FLAKE_LEASE_REFUSED
 from flakecore.identity import identity_problem
@@ -80,6 +81,75 @@ class ClassifyDecision(Decision[ClassifyClass]):
             "replays": self.replays,
             "greens": self.greens,
         }
+
+    def extras_text(self) -> str:
+        """:meth:`record_extras` as text, encoded once for each distinct set of them."""
+        lease, allowed, replays, greens = (
+            self.lease_reasons,
+            self.freeze_allowed,
+            self.replays,
+            self.greens,
+        )
+        if (
+            type(lease) is tuple
+            and type(allowed) is bool
+            and type(replays) is int
+            and type(greens) is int
+            and all(type(reason) is str for reason in lease)
+        ):
+            return _extras_text(self.code is ClassifyClass.FLAKE, allowed, lease, replays, greens)
+        return super().extras_text()
+
+
+@functools.lru_cache(maxsize=256)
+def _extras_text(
+    flake: bool,
+    allowed: bool,
+    lease: tuple[str, ...],
+    replays: int,
+    greens: int,
+) -> str:
+    """:meth:`ClassifyDecision.extras_text` of plain values: what the encoder writes for them."""
+    code = ClassifyClass.FLAKE if flake else ClassifyClass.INCOMPLETE
+    return Decision.extras_text(
+        _classified(code, 0, allowed, (), {}, allowed, lease, replays, greens)
+    )
+
+
+_SETTERS = slot_setters(ClassifyDecision)
+_new = object.__new__
+
+
+def _classified(  # noqa: PLR0917 - ClassifyDecision's fields in order, for a hot path
+    code: ClassifyClass,
+    exit_code: int,
+    accepted: bool,
+    reasons: tuple[str, ...],
+    policy_values: dict[str, object],
+    freeze_allowed: bool,
+    lease_reasons: tuple[str, ...],
+    replays: int,
+    greens: int,
+) -> ClassifyDecision:
+    """``ClassifyDecision(policy=CLASSIFY, ...)`` with no source, set slot by slot.
+
+    The constructor's result for ``classify``'s own checked values, without
+    its keyword call (tests/core/test_fast_paths.py).
+    """
+    obj: ClassifyDecision = _new(ClassifyDecision)
+    p, c, e, a, r, v, s, f, lr, n, g = _SETTERS
+    p(obj, PolicyName.CLASSIFY)
+    c(obj, code)
+    e(obj, exit_code)
+    a(obj, accepted)
+    r(obj, reasons)
+    v(obj, policy_values)
+    s(obj, None)
+    f(obj, freeze_allowed)
+    lr(obj, lease_reasons)
+    n(obj, replays)
+    g(obj, greens)
+    return obj
 
 
 _KNOWN = known_keys(CLASSIFY_FIELDS)
@@ -252,20 +322,11 @@ def classify(
         exit_code = CLASSIFY_EXIT[code]
         if code is ClassifyClass.FLAKE and not allowed:
             exit_code = CLASSIFY_FLAKE_LEASE_REFUSED
-        return ClassifyDecision(
-            policy=PolicyName.CLASSIFY,
-            code=code,
-            exit_code=exit_code,
-            accepted=allowed,
-            reasons=reasons,
-            policy_values=values,
-            freeze_allowed=allowed,
-            lease_reasons=tuple(lease),
-            replays=len(replays),
-            greens=greens,
+        return _classified(
+            code, exit_code, allowed, reasons, values, allowed, tuple(lease), len(replays), greens
         )
 
-    if not isinstance(data, Mapping):
+    if type(data) is not dict and not isinstance(data, Mapping):
         return verdict(ClassifyClass.INCOMPLETE, "report is not a JSON object")
     if reasons := _incomplete(data):
         return verdict(ClassifyClass.INCOMPLETE, *reasons)

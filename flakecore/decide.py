@@ -134,7 +134,7 @@ def decide(
             policy_values=policy.values(),
         )
 
-    if not isinstance(data, Mapping):
+    if type(data) is not dict and not isinstance(data, Mapping):
         return verdict(DecideCode.MISSING_FIELD, "packet is not a JSON object")
     if reasons := _malformed(data):
         return verdict(DecideCode.MISSING_FIELD, *reasons)

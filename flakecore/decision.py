@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -14,7 +14,13 @@ from flakecore.codes import PolicyName
 from flakecore.jsonio import compact_text, compact_value, quote
 from flakecore.policy import PolicySource
 
-__all__ = ["DECISION_FORMAT", "DECISION_FORMAT_VERSION", "Decision"]
+__all__ = [
+    "DECISION_FORMAT",
+    "DECISION_FORMAT_VERSION",
+    "Decision",
+    "slot_setters",
+    "trusted_decision",
+]
 
 #: ``format`` field of a decision record (schemas/decision.v1.json).
 DECISION_FORMAT = "flakecore.decision"
@@ -112,22 +118,82 @@ class Decision(Generic[CodeT]):
             source = None if policy_source is None else json.loads(policy_source)
             return compact_text({**self.record(source), "input": input})
         parts = [
-            _head(self.policy.value, self.code.value, exit_code, accepted),
+            _head(self.policy, self.code, exit_code, accepted),
             compact_value(self.reasons if type(self.reasons) is tuple else list(self.reasons)),
             ',"policy_values":',
             _values_text(self.policy_values),
         ]
         if policy_source is not None:
             parts += ',"policy_source":', policy_source
-        for key, value in self.record_extras().items():
-            parts += ",", quote(key), ":", compact_value(value)
-        parts += ',"input":', quote(input), "}"
+        parts += self.extras_text(), ',"input":', quote(input), "}"
         return "".join(parts)
 
+    def extras_text(self) -> str:
+        """:meth:`record_extras` as :meth:`record_text` writes them: ``,"key":value`` each."""
+        return "".join(
+            f",{quote(key)}:{compact_value(value)}" for key, value in self.record_extras().items()
+        )
 
-@functools.lru_cache(maxsize=256)
-def _head(policy: object, code: object, exit_code: int, accepted: bool) -> str:
-    """A record's text up to its reasons: the same for every decision with this code."""
+
+_new = object.__new__
+
+
+def slot_setters(cls: type[Decision[Any]]) -> tuple[Callable[[Any, Any], None], ...]:
+    """The slot setters of ``cls``'s fields, in order: they write past the frozen setattr."""
+    return tuple(getattr(cls, name).__set__ for name in _slots(cls))
+
+
+_SETTERS = slot_setters(Decision)
+
+
+def trusted_decision(  # noqa: PLR0917 - Decision's fields in order, for a hot path
+    policy: PolicyName,
+    code: CodeT,
+    exit_code: int,
+    accepted: bool,
+    reasons: tuple[str, ...],
+    policy_values: dict[str, object],
+) -> Decision[CodeT]:
+    """``Decision(...)`` with these fields and no source, for a policy's own checked values.
+
+    A policy builds one per packet: the slots are set directly, without the
+    keyword call of the attrs ``__init__`` (no field of a decision
+    validates or converts, so the two agree: tests/core/test_fast_paths.py).
+    """
+    obj: Decision[CodeT] = _new(Decision)
+    f0, f1, f2, f3, f4, f5, f6 = _SETTERS
+    f0(obj, policy)
+    f1(obj, code)
+    f2(obj, exit_code)
+    f3(obj, accepted)
+    f4(obj, reasons)
+    f5(obj, policy_values)
+    f6(obj, None)
+    return obj
+
+
+def _head(policy: PolicyName, code: enum.Enum, exit_code: int, accepted: bool) -> str:
+    """A record's text up to its reasons: the same for every decision with this code.
+
+    Kept by the members' identities (an enum's hash and ``value`` run Python
+    code), with the members themselves: a kept member lives on, so its id
+    is no other object's.
+    """
+    key = (id(policy), id(code), exit_code, accepted)
+    kept = _HEADS.get(key)
+    if kept is not None:
+        return kept[2]
+    head = _head_text(policy.value, code.value, exit_code, accepted)
+    if len(_HEADS) < 256:
+        _HEADS[key] = (policy, code, head)
+    return head
+
+
+#: :func:`_head`'s answers, by the identities of the members and the two plain values.
+_HEADS: dict[tuple[int, int, int, bool], tuple[PolicyName, enum.Enum, str]] = {}
+
+
+def _head_text(policy: object, code: object, exit_code: int, accepted: bool) -> str:
     head = compact_text(
         {
             "format": DECISION_FORMAT,

@@ -81,12 +81,26 @@ class Policy:
         return dt.timedelta(days=self.max_lease_days)
 
     def values(self, *names: str) -> dict[str, object]:
-        """The named policy values as JSON-ready data, for decision records."""
+        """The named policy values as JSON-ready data, for decision records (a new dict).
+
+        A policy asks for the same names on every packet of a batch: the last
+        answer for each set of names of plain values is kept, with the policy
+        it came from (a policy is frozen).
+        """
+        last = _LAST_VALUES.get(names)
+        if last is not None and last[0] is self:
+            return dict(last[1])
         out: dict[str, object] = {}
         for name in names:
             value = getattr(self, name)
             out[name] = list(value) if isinstance(value, tuple) else value
+        if not any(type(value) is list for value in out.values()):  # a list is the caller's own
+            _LAST_VALUES[names] = (self, out.copy())
         return out
+
+
+#: :meth:`Policy.values`' last answer, and its policy, for each set of names.
+_LAST_VALUES: dict[tuple[str, ...], tuple[Policy, dict[str, object]]] = {}
 
 
 DEFAULT_POLICY = Policy()

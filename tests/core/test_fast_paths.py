@@ -47,7 +47,7 @@ from flakecore.codes import (
     PolicyName,
     TrustReason,
 )
-from flakecore.decision import Decision
+from flakecore.decision import Decision, trusted_decision
 from flakecore.digest import is_commit_id, is_digest
 from flakecore.errors import InputError
 from flakecore.gate import _reaper, basetrust, guard, ledger
@@ -585,6 +585,74 @@ def test_the_examples_record_text_is_what_the_encoder_writes(kind: str) -> None:
         assert decision.record_text(None, "-:1") == jsonio.compact_text(
             {**decision.to_json(), "input": "-:1"}
         )
+
+
+FIELDS: dict[str, st.SearchStrategy[Any]] = {
+    "exit_code": st.one_of(st.integers(0, 80), st.booleans()),
+    "accepted": st.one_of(st.booleans(), st.integers(0, 1)),
+    "reasons": st.lists(TEXT, max_size=3).map(tuple),
+    "policy_values": st.dictionaries(TEXT, PLAIN, max_size=3),
+}
+
+
+@given(st.sampled_from(list(BudgetCode)), st.fixed_dictionaries(FIELDS))
+def test_a_trusted_decision_is_the_constructors(code: BudgetCode, fields: dict[str, Any]) -> None:
+    made = Decision(policy=PolicyName.BUDGET, code=code, **fields)
+    trusted = trusted_decision(PolicyName.BUDGET, code, *(fields[name] for name in FIELDS))
+    assert type(trusted) is Decision
+    assert attrs.asdict(trusted, recurse=False) == attrs.asdict(made, recurse=False)
+
+
+EXTRAS: dict[str, st.SearchStrategy[Any]] = {
+    "freeze_allowed": st.one_of(st.booleans(), st.integers(0, 1)),
+    "lease_reasons": st.one_of(st.lists(TEXT, max_size=2).map(tuple), st.lists(TEXT, max_size=2)),
+    "replays": st.one_of(st.integers(0, 9), st.booleans()),
+    "greens": st.one_of(st.integers(0, 9), st.booleans()),
+}
+
+
+@given(st.sampled_from(list(ClassifyClass)), st.fixed_dictionaries(FIELDS | EXTRAS))
+def test_a_classified_decision_and_its_extras_text_are_the_slow_ones(
+    code: ClassifyClass, fields: dict[str, Any]
+) -> None:
+    made = classify_module.ClassifyDecision(policy=PolicyName.CLASSIFY, code=code, **fields)
+    trusted = classify_module._classified(code, *(fields[name] for name in FIELDS | EXTRAS))
+    assert type(trusted) is classify_module.ClassifyDecision
+    assert attrs.asdict(trusted, recurse=False) == attrs.asdict(made, recurse=False)
+    for decision in (made, made, trusted):  # the second time from the cache
+        assert decision.extras_text() == Decision.extras_text(decision)
+        assert decision.extras_text() == "".join(
+            "," + compact_text({key: value})[1:-1]
+            for key, value in decision.record_extras().items()
+        )
+
+
+POLICY_NAMES = st.lists(st.sampled_from([f.name for f in attrs.fields(Policy)]), max_size=4)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([Policy(), Policy(attempt_cap=3), Policy(default_seeds=(1, 2))]),
+            POLICY_NAMES.map(tuple),
+        ),
+        max_size=6,
+    )
+)
+def test_policy_values_kept_per_run_are_each_policys_own(
+    asks: list[tuple[Policy, tuple[str, ...]]],
+) -> None:
+    for policy, names in asks:
+        expected = {
+            name: list(v) if isinstance(v := getattr(policy, name), tuple) else v for name in names
+        }
+        got = policy.values(*names)
+        assert got == expected
+        got["now"] = "changed"  # the caller's own dict: the next answer is not changed
+        for value in got.values():
+            if isinstance(value, list):
+                value.append(0)
+        assert policy.values(*names) == expected
 
 
 ABS_PATHS = st.lists(st.sampled_from(["", "a", "b", "ab", ".", "..", "é"]), max_size=4).flatmap(
