@@ -13,6 +13,7 @@ next one early.  Each refusal has its honest twin.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import signal
@@ -127,6 +128,17 @@ def test_a_reaper_killed_before_its_job_is_an_attempt_that_could_not_start(
     assert (done.returncode, done.start_error) == (0, None) and marker.exists()
 
 
+def _sockets(pid: int) -> list[str]:
+    """The ``/proc`` links of ``pid``'s open sockets (a starting interpreter opens and closes
+    files of its own meanwhile: a link gone before it is read is not one)."""
+    found = []
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(FileNotFoundError):
+            if os.readlink(fd).startswith("socket:"):
+                found.append(str(fd))
+    return found
+
+
 def test_no_process_of_the_user_can_hand_a_waiting_reaper_a_job(tmp_path: Path) -> None:
     """No ``/proc/PID/fd`` link opens a socket, flakecore's end or the reaper's."""
     with Reapers(1) as reapers:
@@ -134,8 +146,7 @@ def test_no_process_of_the_user_can_hand_a_waiting_reaper_a_job(tmp_path: Path) 
         links = [f"/proc/self/fd/{waiting.job.fileno()}"]
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:  # the reaper's end, once it is exec'd and running
-            fds = Path(f"/proc/{waiting.proc.pid}/fd")
-            theirs = [str(fd) for fd in fds.iterdir() if os.readlink(fd).startswith("socket:")]
+            theirs = _sockets(waiting.proc.pid)
             if theirs:
                 break
             time.sleep(0.01)
