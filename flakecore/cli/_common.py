@@ -13,8 +13,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from types import ModuleType
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
-import attrs
-
 from flakecore.digest import commit_id_problem
 from flakecore.errors import InputError, MissingExtra, MissingInputError, UsageError
 from flakecore.exits import EXIT_DATAERR, EXIT_NOINPUT, EXIT_OK
@@ -231,13 +229,23 @@ def adapters(needed_by: str, *, report_format: str = "auto") -> ModuleType:
     return module
 
 
-@attrs.frozen
 class Packet:
-    """One packet read from a file or a stdin line; ``error`` set when unusable."""
+    """One packet read from a file or a stdin line; ``error`` set when unusable.
 
-    source: str
-    data: dict[str, object] | None
-    error: InputError | None = None
+    A plain class, not an attrs one: it is the CLI's own carrier between the
+    reader and the verb (never compared, hashed or returned by the library),
+    and building an attrs class is a start-up cost of every policy verb
+    (docs/performance.md, Start-up).
+    """
+
+    __slots__ = ("data", "error", "source")
+
+    def __init__(
+        self, source: str, data: dict[str, object] | None, error: InputError | None = None
+    ) -> None:
+        self.source = source
+        self.data = data
+        self.error = error
 
     @property
     def error_exit(self) -> int:

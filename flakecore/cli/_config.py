@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING
 import attrs
 
 from flakecore.errors import GitError, UsageError
-from flakecore.gate.config import GateConfig, parse_policy_override
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from flakecore.gate.basetrust import RecordTrust
+    from flakecore.gate.config import GateConfig
     from flakecore.policy import Policy, PolicySource
 
 __all__ = ["Configured", "Need", "add_config_arguments", "config_from_args"]
@@ -91,14 +91,17 @@ class Configured:
     too, or when the configuration's ``root`` is.  A pure policy verb
     without a source judges only the caller's packets and never asks, and
     ``guard`` needs only the resolved :attr:`base`: neither loads the trust
-    machinery (docs/performance.md).  What is asked gives what the eager
+    machinery (docs/performance.md).  The defaults without ``--policy``
+    build no :class:`~flakecore.gate.config.GateConfig` (nor load its
+    module) until :attr:`config` is asked for: a pure policy verb needs only
+    the default policy and its source.  What is asked gives what the eager
     lookup gave.
     """
 
     __slots__ = ("_base", "_checkout", "_config", "_start", "_table", "_trust")
 
     def __init__(self, *, config: GateConfig, trust: RecordTrust) -> None:
-        self._table = config
+        self._table: GateConfig | None = config
         self._config: GateConfig | None = config
         self._trust: RecordTrust | None = trust
         self._checkout: Path | None = trust.checkout
@@ -107,7 +110,11 @@ class Configured:
 
     @classmethod
     def _deferred(
-        cls, table: GateConfig, config: GateConfig | None, checkout: Path | None, base: str | None
+        cls,
+        table: GateConfig | None,
+        config: GateConfig | None,
+        checkout: Path | None,
+        base: str | None,
     ) -> Configured:
         new = cls.__new__(cls)
         new._table, new._config, new._trust = table, config, None
@@ -120,8 +127,12 @@ class Configured:
         return cls._deferred(config, config, checkout, base)
 
     @classmethod
-    def defaults(cls, table: GateConfig, *, start: str) -> Configured:
-        """The defaults (``table``: their policy and source), for the checkout holding ``start``."""
+    def defaults(cls, table: GateConfig | None, *, start: str) -> Configured:
+        """The defaults for the checkout holding ``start``.
+
+        ``table`` holds their policy and source (None: the defaults' own,
+        ``GateConfig()``'s, without building one).
+        """
         new = cls._deferred(table, None, None, None)
         new._start = start
         return new
@@ -129,11 +140,19 @@ class Configured:
     @property
     def policy(self) -> Policy:
         """The policy numbers (the checkout is not looked up for them)."""
+        if self._table is None:
+            from flakecore.policy import DEFAULT_POLICY  # noqa: PLC0415 - GateConfig()'s own
+
+            return DEFAULT_POLICY
         return self._table.policy
 
     @property
     def source(self) -> PolicySource:
         """Where the policy came from (the checkout is not looked up for it)."""
+        if self._table is None:
+            from flakecore.policy import PolicySource  # noqa: PLC0415 - GateConfig()'s own
+
+            return PolicySource()
         return self._table.source
 
     @property
@@ -152,7 +171,13 @@ class Configured:
     def config(self) -> GateConfig:
         """The whole configuration; for the defaults, rooted at the scored checkout."""
         if self._config is None:
-            self._config = attrs.evolve(self._table, root=str(self.trust.checkout))
+            root = str(self.trust.checkout)
+            if self._table is None:
+                from flakecore.gate.config import GateConfig  # noqa: PLC0415 - see the class
+
+                self._config = GateConfig(root=root)
+            else:
+                self._config = attrs.evolve(self._table, root=root)
         return self._config
 
     @property
@@ -162,14 +187,17 @@ class Configured:
             from flakecore.gate.basetrust import RecordTrust  # noqa: PLC0415 - the trust layer
 
             checkout = self._checkout if self._checkout is not None else _checkout(self._start)
-            keys = self._table.trusted_keys
+            keys = self._table.trusted_keys if self._table is not None else ()
             self._trust = RecordTrust(checkout=checkout, base=self._base, keys=keys)
         return self._trust
 
     @property
     def judges_records(self) -> bool:
         """Whether a base or trusted keys decide which records count (else: the caller's)."""
-        keys = self._trust.keys if self._trust is not None else self._table.trusted_keys
+        if self._trust is not None:
+            keys = self._trust.keys
+        else:
+            keys = self._table.trusted_keys if self._table is not None else ()
         return self._base is not None or bool(keys)
 
     def describe(self) -> str:
@@ -192,6 +220,7 @@ class Configured:
             return None
         from flakecore.gate.policy_source import scored_table_reason  # noqa: PLC0415
 
+        assert self._table is not None  # the defaults have no revision
         return scored_table_reason(self._table)
 
 
@@ -243,10 +272,15 @@ def config_from_args(
             raise _none_given(verb)
         if need is Need.TRUST:  # the defaults name no trusted keys, and there is no base
             raise _no_trust(verb)
+        if not overrides:  # GateConfig()'s policy and source, without building one
+            return Configured.defaults(None, start=start)
+        from flakecore.gate.config import GateConfig  # noqa: PLC0415 - see Configured
+
         return Configured.defaults(_with_overrides(GateConfig(), overrides), start=start)
     # Imported here: the git layer is no start-up cost of a verb without a source.
     from pathlib import Path  # noqa: PLC0415
 
+    from flakecore.gate.config import GateConfig  # noqa: PLC0415
     from flakecore.gate.worktree import toplevel_and_commit  # noqa: PLC0415
 
     base_sha: str | None = None
@@ -275,4 +309,6 @@ def config_from_args(
 
 def _with_overrides(config: GateConfig, flags: Sequence[str]) -> GateConfig:
     """``config`` with the ``--policy NAME=VALUE`` flags applied."""
+    from flakecore.gate.config import parse_policy_override  # noqa: PLC0415 - see Configured
+
     return config.with_policy(dict(parse_policy_override(t) for t in flags))

@@ -24,8 +24,6 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-import attrs
-
 from flakecore.cli._common import flush_out, out_line, warn, write_json_line
 from flakecore.cli._config import Configured
 from flakecore.codes import PolicyName
@@ -137,21 +135,36 @@ def reason_text(decision: Decision[Any]) -> str:
     return reasons
 
 
-@attrs.frozen(kw_only=True)
 class Result:
     """One record a verb reports, in each format; a form left out prints nothing in that format.
 
     In the text format, ``text`` lines go to stdout and ``stderr`` lines to
     stderr as ``flakecore: ...`` (an unreadable input, a summary): there the
-    JSON and GitHub forms carry the same facts.
+    JSON and GitHub forms carry the same facts.  ``json_text`` is the JSON
+    form's line already encoded (what ``json`` would print), instead of ``json``.
+
+    A plain class, not an attrs one: it only carries a verb's record to
+    :meth:`Output.emit` (never compared, hashed or part of the library), and
+    building an attrs class is a start-up cost of every verb
+    (docs/performance.md, Start-up).
     """
 
-    json: Mapping[str, object] | None = None
-    json_text: str | None = None
-    """The JSON form's line already encoded (what ``json`` would print), instead of ``json``."""
-    text: Sequence[str] = ()
-    stderr: Sequence[str] = ()
-    row: SummaryRow | None = None
+    __slots__ = ("json", "json_text", "row", "stderr", "text")
+
+    def __init__(
+        self,
+        *,
+        json: Mapping[str, object] | None = None,
+        json_text: str | None = None,
+        text: Sequence[str] = (),
+        stderr: Sequence[str] = (),
+        row: SummaryRow | None = None,
+    ) -> None:
+        self.json = json
+        self.json_text = json_text
+        self.text = text
+        self.stderr = stderr
+        self.row = row
 
 
 class Output:
