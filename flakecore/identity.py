@@ -34,10 +34,12 @@ two runners; without a nameable image the identity says so honestly
 
 from __future__ import annotations
 
-import os
+import importlib
 import re
+from typing import TYPE_CHECKING
 
-import attrs
+if TYPE_CHECKING:  # for type checkers; at run time it loads on first use
+    from flakecore._runner import RunnerId
 
 __all__ = [
     "LOCAL_IMAGE",
@@ -53,44 +55,10 @@ __all__ = [
 #: The honest image name when the job does not run in a nameable image.
 LOCAL_IMAGE = "local-uncontainerized"
 
-#: The image grammar, compiled by ``re``'s cache when ``fresh`` first checks one.
+#: The image grammar, compiled by ``re``'s cache when ``RunnerId.fresh`` first checks one.
 _IMAGE = r"(?:sha256:[0-9a-f]{64}|[0-9a-f]{64}|local-uncontainerized)"
 _RUNNER = re.compile(rf"img:(?P<image>{_IMAGE})\+nonce:(?P<nonce>[0-9a-f]{{16}})")
 _RUNNER_GRAMMAR = "'img:<image digest>+nonce:<16 hex>'"
-
-
-@attrs.frozen
-class RunnerId:
-    """A parsed runner identity."""
-
-    image: str
-    nonce: str
-
-    @classmethod
-    def fresh(cls, image_digest: str | None = None) -> RunnerId:
-        """A new identity for this job; ``image_digest`` None means uncontainerized."""
-        image = LOCAL_IMAGE if image_digest is None else image_digest.strip()
-        if re.fullmatch(_IMAGE, image) is None:
-            raise ValueError(
-                f"image digest {image!r} is not 'sha256:<64 hex>', '<64 hex>' or {LOCAL_IMAGE!r}"
-            )
-        return cls(image=image, nonce=os.urandom(8).hex())  # secrets.token_hex(8)
-
-    @classmethod
-    def parse(cls, text: str) -> RunnerId:
-        """Parse ``img:<digest>+nonce:<16 hex>``; raise ``ValueError`` otherwise."""
-        m = _RUNNER.fullmatch(text)
-        if m is None:
-            raise ValueError(f"{text[:80]!r} is not {_RUNNER_GRAMMAR}")
-        return cls(image=m["image"], nonce=m["nonce"])
-
-    @property
-    def containerized(self) -> bool:
-        """False for the honest local fallback."""
-        return self.image != LOCAL_IMAGE
-
-    def __str__(self) -> str:
-        return f"img:{self.image}+nonce:{self.nonce}"
 
 
 def identity_problem(value: object) -> str | None:
@@ -164,3 +132,20 @@ def same_identity(a: str, b: str) -> bool:
 
 #: Runner ids are identities: the same comparison, under the name the decide policy uses.
 same_runner = same_identity
+
+
+def __getattr__(name: str) -> object:
+    """:class:`RunnerId`, loaded on first use and then kept here.
+
+    The class lives in :mod:`flakecore._runner`: a verb that only checks
+    runner ids (``decide``) does not build it (docs/performance.md).
+    """
+    if name != "RunnerId":
+        raise AttributeError(f"module 'flakecore.identity' has no attribute {name!r}")
+    value = importlib.import_module("flakecore._runner").RunnerId
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

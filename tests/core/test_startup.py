@@ -150,6 +150,20 @@ def test_the_codes_kept_apart_load_on_first_use_and_are_the_same_objects() -> No
         _ = codes.Nope
 
 
+def test_the_runner_id_class_loads_on_first_use_and_is_the_same_object() -> None:
+    code = (
+        "import sys, flakecore.identity as i\n"
+        "before = 'flakecore._runner' in sys.modules\n"
+        "import flakecore._runner as r\n"
+        "print(before, i.RunnerId is r.RunnerId, 'RunnerId' in dir(i))"
+    )
+    assert fresh(code) == "False True True"
+    from flakecore import identity
+
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        _ = identity.Nope
+
+
 def outcome(parser: argparse.ArgumentParser, argv: Sequence[str]) -> tuple[object, ...]:
     """What parsing ``argv`` gives: the namespace, or the error, or what an exit printed."""
     out, err = io.StringIO(), io.StringIO()
@@ -241,6 +255,8 @@ NOT_FOR_ONE_PACKET = (
     "flakecore.gate.triage_config",
     "flakecore._attempt_codes",
     "flakecore._trust_codes",
+    "flakecore.gate.config",
+    "flakecore._runner",
 )
 POLICY_MODULES = ("flakecore.admit", "flakecore.budget", "flakecore.classify", "flakecore.decide")
 
