@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["AttemptFlag", "AttemptResult", "Outcome"]
+__all__ = ["AttemptFlag", "AttemptResult", "LogStatus", "Outcome"]
 
 
 class Outcome(str, enum.Enum):
@@ -47,3 +47,10 @@ class AttemptResult(str, enum.Enum):
     def from_outcome(cls, outcome: Outcome) -> AttemptResult:
         """Map an adapter outcome to a log result (``fail`` is a ``miss``)."""
         return cls.MISS if outcome is Outcome.FAIL else cls(outcome.value)
+
+
+class LogStatus(str, enum.Enum):
+    """Status of a reduced attempt log."""
+
+    COMPLETE = "COMPLETE"  # every line checked, counts are exact
+    INCOMPLETE = "INCOMPLETE"  # refused: counts must not be used

@@ -8,17 +8,29 @@ evidence said no" is never confused with "the evidence could not be read".
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
-from flakecore.codes import (
-    AdmitCode,
-    BudgetCode,
-    ClassifyClass,
-    DecideCode,
-    LogStatus,
-    TriageVerdict,
-)
+if TYPE_CHECKING:  # for type checkers; at run time each table is built on first use
+    from flakecore.codes import (
+        AdmitCode,
+        BudgetCode,
+        ClassifyClass,
+        DecideCode,
+        LogStatus,
+        TriageVerdict,
+    )
+
+    ADMIT_EXIT: Mapping[AdmitCode, int]
+    DECIDE_EXIT: Mapping[DecideCode, int]
+    BUDGET_EXIT: Mapping[BudgetCode, int]
+    #: ``classify`` exits by class; ``FLAKE`` exits 4 only when the lease may open.
+    CLASSIFY_EXIT: Mapping[ClassifyClass, int]
+    ATTEMPTS_EXIT: Mapping[LogStatus, int]
+    #: ``triage``: each red test's verdict, and its exit.  A run exits with the exit of
+    #: its most serious verdict, in this order (a regression first, then the rest).
+    TRIAGE_EXIT: Mapping[TriageVerdict, int]
 
 __all__ = [
     "ADMIT_EXIT",
@@ -61,58 +73,10 @@ EXIT_IOERR = 74
 #: Exits that mean "could not use the input", as opposed to a policy verdict.
 INPUT_EXITS = frozenset({EXIT_USAGE, EXIT_DATAERR, EXIT_NOINPUT, EXIT_IOERR, EXIT_CANTCREAT})
 
-ADMIT_EXIT: Mapping[AdmitCode, int] = MappingProxyType(
-    {
-        AdmitCode.ACCEPT_PREEXISTING: 0,
-        AdmitCode.REJECT_INCOMPLETE: 1,
-        AdmitCode.REJECT_PROPERTY_DRIFT: 2,
-        AdmitCode.REJECT_FIXTURE_EPOCH: 3,
-        AdmitCode.REJECT_PATCH_INTRODUCED: 4,
-        AdmitCode.REJECT_BUDGET: 5,
-    }
-)
 
-DECIDE_EXIT: Mapping[DecideCode, int] = MappingProxyType(
-    {
-        DecideCode.ELIGIBLE: 0,
-        DecideCode.MISSING_FIELD: 2,
-        DecideCode.CLEAN_RUN_UNAVAILABLE: 4,
-        DecideCode.NOT_DISTINCT_RUNNER: 4,
-        DecideCode.NOT_FLAKE_SHAPED: 3,
-        DecideCode.CLASS_MISMATCH: 3,
-        DecideCode.FIXTURE_DRIFT: 3,
-        DecideCode.INPUT_DRIFT: 3,
-        DecideCode.PROPERTY_OWNS_BUG: 3,
-    }
-)
-
-BUDGET_EXIT: Mapping[BudgetCode, int] = MappingProxyType(
-    {
-        BudgetCode.FLAKE_CANDIDATE: 0,
-        BudgetCode.INSUFFICIENT_BUDGET: 1,
-        BudgetCode.PROPERTY_MISS: 2,
-        BudgetCode.FIXTURE_DRIFT: 3,
-        BudgetCode.STABLE_FAIL: 5,
-        BudgetCode.STABLE_PASS: 6,
-    }
-)
-
-#: ``classify`` exits by class; ``FLAKE`` exits 4 only when the lease may open.
-CLASSIFY_EXIT: Mapping[ClassifyClass, int] = MappingProxyType(
-    {
-        ClassifyClass.INCOMPLETE: 1,
-        ClassifyClass.PROPERTY: 2,
-        ClassifyClass.FIXTURE: 3,
-        ClassifyClass.FLAKE: 4,
-        ClassifyClass.STABLE_RED: 5,
-    }
-)
 #: A ``FLAKE`` whose lease is refused (blank owner, bad or out-of-window expiry).
 CLASSIFY_FLAKE_LEASE_REFUSED = 6
 
-ATTEMPTS_EXIT: Mapping[LogStatus, int] = MappingProxyType(
-    {LogStatus.COMPLETE: 0, LogStatus.INCOMPLETE: 1}
-)
 
 #: ``flakecore validate``: a record was read, and its JSON Schema refuses it.
 VALIDATE_INVALID = 1
@@ -126,18 +90,6 @@ EXIT_INVALID_RECORDS = 8
 EXIT_GUARD_TRIPPED = 9
 
 
-#: ``triage``: each red test's verdict, and its exit.  A run exits with the exit of
-#: its most serious verdict, in this order (a regression first, then the rest).
-TRIAGE_EXIT: Mapping[TriageVerdict, int] = MappingProxyType(
-    {
-        TriageVerdict.REJECT_TOO_MANY_RED: 10,
-        TriageVerdict.REJECT_PATCH_INTRODUCED: 4,
-        TriageVerdict.REJECT_POLICY: 5,
-        TriageVerdict.REJECT_ERROR: 3,
-        TriageVerdict.REJECT_INCOMPLETE: 1,
-        TriageVerdict.ACCEPT_PREEXISTING: 0,
-    }
-)
 #: ``triage``: the evidence holds no red test, so nothing can be accepted (fail closed:
 #: a run that was red for a reason the evidence does not show must not pass).
 TRIAGE_NOTHING_RED = 11
@@ -148,4 +100,123 @@ def triage_exit(verdicts: Iterable[TriageVerdict]) -> int:
     found = set(verdicts)
     if not found:
         return TRIAGE_NOTHING_RED
-    return next(TRIAGE_EXIT[v] for v in TRIAGE_EXIT if v in found)
+    table = _table("TRIAGE_EXIT")
+    return next(table[v] for v in table if v in found)
+
+
+# -- the policies' tables, each built (with its codes) when first used ----------------
+#
+# A verb builds only the codes it uses (docs/performance.md), so each table is
+# made by its function below the first time the module's attribute is read.
+
+
+def _admit_exit() -> Mapping[AdmitCode, int]:
+    from flakecore.codes import AdmitCode  # noqa: PLC0415 - built on first use
+
+    return MappingProxyType(
+        {
+            AdmitCode.ACCEPT_PREEXISTING: 0,
+            AdmitCode.REJECT_INCOMPLETE: 1,
+            AdmitCode.REJECT_PROPERTY_DRIFT: 2,
+            AdmitCode.REJECT_FIXTURE_EPOCH: 3,
+            AdmitCode.REJECT_PATCH_INTRODUCED: 4,
+            AdmitCode.REJECT_BUDGET: 5,
+        }
+    )
+
+
+def _decide_exit() -> Mapping[DecideCode, int]:
+    from flakecore.codes import DecideCode  # noqa: PLC0415 - built on first use
+
+    return MappingProxyType(
+        {
+            DecideCode.ELIGIBLE: 0,
+            DecideCode.MISSING_FIELD: 2,
+            DecideCode.CLEAN_RUN_UNAVAILABLE: 4,
+            DecideCode.NOT_DISTINCT_RUNNER: 4,
+            DecideCode.NOT_FLAKE_SHAPED: 3,
+            DecideCode.CLASS_MISMATCH: 3,
+            DecideCode.FIXTURE_DRIFT: 3,
+            DecideCode.INPUT_DRIFT: 3,
+            DecideCode.PROPERTY_OWNS_BUG: 3,
+        }
+    )
+
+
+def _budget_exit() -> Mapping[BudgetCode, int]:
+    from flakecore.codes import BudgetCode  # noqa: PLC0415 - built on first use
+
+    return MappingProxyType(
+        {
+            BudgetCode.FLAKE_CANDIDATE: 0,
+            BudgetCode.INSUFFICIENT_BUDGET: 1,
+            BudgetCode.PROPERTY_MISS: 2,
+            BudgetCode.FIXTURE_DRIFT: 3,
+            BudgetCode.STABLE_FAIL: 5,
+            BudgetCode.STABLE_PASS: 6,
+        }
+    )
+
+
+def _classify_exit() -> Mapping[ClassifyClass, int]:
+    from flakecore.codes import ClassifyClass  # noqa: PLC0415 - built on first use
+
+    return MappingProxyType(
+        {
+            ClassifyClass.INCOMPLETE: 1,
+            ClassifyClass.PROPERTY: 2,
+            ClassifyClass.FIXTURE: 3,
+            ClassifyClass.FLAKE: 4,
+            ClassifyClass.STABLE_RED: 5,
+        }
+    )
+
+
+def _attempts_exit() -> Mapping[LogStatus, int]:
+    from flakecore.codes import LogStatus  # noqa: PLC0415 - built on first use
+
+    return MappingProxyType({LogStatus.COMPLETE: 0, LogStatus.INCOMPLETE: 1})
+
+
+def _triage_exit() -> Mapping[TriageVerdict, int]:
+    from flakecore.codes import TriageVerdict  # noqa: PLC0415 - built on first use
+
+    return MappingProxyType(
+        {
+            TriageVerdict.REJECT_TOO_MANY_RED: 10,
+            TriageVerdict.REJECT_PATCH_INTRODUCED: 4,
+            TriageVerdict.REJECT_POLICY: 5,
+            TriageVerdict.REJECT_ERROR: 3,
+            TriageVerdict.REJECT_INCOMPLETE: 1,
+            TriageVerdict.ACCEPT_PREEXISTING: 0,
+        }
+    )
+
+
+_TABLES: dict[str, Callable[[], Mapping[Any, int]]] = {
+    "ADMIT_EXIT": _admit_exit,
+    "DECIDE_EXIT": _decide_exit,
+    "BUDGET_EXIT": _budget_exit,
+    "CLASSIFY_EXIT": _classify_exit,
+    "ATTEMPTS_EXIT": _attempts_exit,
+    "TRIAGE_EXIT": _triage_exit,
+}
+
+
+def _table(name: str) -> Mapping[Any, int]:
+    """The table ``name``, built now if this is its first use (and kept: one object)."""
+    built: Mapping[Any, int] | None = globals().get(name)
+    if built is None:
+        built = globals()[name] = _TABLES[name]()
+    return built
+
+
+def __getattr__(name: str) -> object:
+    """A policy's exit table, built on first use and then kept here."""
+    if name not in _TABLES:
+        raise AttributeError(f"module 'flakecore.exits' has no attribute {name!r}")
+    return _table(name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -16,10 +17,9 @@ from flakecore.cli._common import (
 )
 from flakecore.cli._config import Configured, add_config_arguments, config_from_args
 from flakecore.cli._output import Output, Result, add_output_arguments, as_classify, reason_text
-from flakecore.codes import AdmitCode, BudgetCode, ClassifyClass, DecideCode, PolicyName
+from flakecore.codes import PolicyName
 from flakecore.decision import DECISION_FORMAT, DECISION_FORMAT_VERSION, Decision
 from flakecore.errors import InputError, UsageError
-from flakecore.exits import ADMIT_EXIT, BUDGET_EXIT, CLASSIFY_EXIT, DECIDE_EXIT
 from flakecore.policy import Policy
 
 if TYPE_CHECKING:
@@ -32,27 +32,42 @@ __all__ = ["register"]
 AnyDecision = Decision[Any]
 Judge = Callable[[Mapping[str, object], Policy], AnyDecision]
 
-#: What a packet that cannot be read becomes, per policy (README.md, CLI: a refusal, never a skip).
-_UNREADABLE: dict[PolicyName, Any] = {
-    PolicyName.ADMIT: AdmitCode.REJECT_INCOMPLETE,
-    PolicyName.DECIDE: DecideCode.MISSING_FIELD,
-    PolicyName.BUDGET: BudgetCode.INSUFFICIENT_BUDGET,
-    PolicyName.CLASSIFY: ClassifyClass.INCOMPLETE,
-}
 
-#: What a packet file that does not count as evidence becomes (docs/trust.md), and its exit.
-_UNTRUSTED: dict[PolicyName, tuple[Any, int]] = {
-    PolicyName.ADMIT: (AdmitCode.REJECT_INCOMPLETE, ADMIT_EXIT[AdmitCode.REJECT_INCOMPLETE]),
-    PolicyName.DECIDE: (
-        DecideCode.CLEAN_RUN_UNAVAILABLE,
-        DECIDE_EXIT[DecideCode.CLEAN_RUN_UNAVAILABLE],
-    ),
-    PolicyName.BUDGET: (
-        BudgetCode.INSUFFICIENT_BUDGET,
-        BUDGET_EXIT[BudgetCode.INSUFFICIENT_BUDGET],
-    ),
-    PolicyName.CLASSIFY: (ClassifyClass.INCOMPLETE, CLASSIFY_EXIT[ClassifyClass.INCOMPLETE]),
-}
+@functools.cache
+def _refusals(name: PolicyName) -> tuple[Any, tuple[Any, int]]:
+    """What a packet of ``name`` that cannot be read becomes, and one not evidence, with its exit.
+
+    An unreadable packet is a refusal, never a skip (README.md, CLI); a
+    packet file that does not count as evidence is refused too
+    (docs/trust.md).  Looked up by the first such packet: a verb builds
+    only its own policy's codes (docs/performance.md).
+    """
+    if name is PolicyName.ADMIT:
+        from flakecore.codes import AdmitCode  # noqa: PLC0415
+        from flakecore.exits import ADMIT_EXIT  # noqa: PLC0415
+
+        incomplete = AdmitCode.REJECT_INCOMPLETE
+        return incomplete, (incomplete, ADMIT_EXIT[incomplete])
+    if name is PolicyName.DECIDE:
+        from flakecore.codes import DecideCode  # noqa: PLC0415
+        from flakecore.exits import DECIDE_EXIT  # noqa: PLC0415
+
+        untrusted = DecideCode.CLEAN_RUN_UNAVAILABLE
+        return DecideCode.MISSING_FIELD, (untrusted, DECIDE_EXIT[untrusted])
+    if name is PolicyName.BUDGET:
+        from flakecore.codes import BudgetCode  # noqa: PLC0415
+        from flakecore.exits import BUDGET_EXIT  # noqa: PLC0415
+
+        insufficient = BudgetCode.INSUFFICIENT_BUDGET
+        return insufficient, (insufficient, BUDGET_EXIT[insufficient])
+    from flakecore.codes import ClassifyClass  # noqa: PLC0415
+    from flakecore.exits import CLASSIFY_EXIT  # noqa: PLC0415
+
+    return ClassifyClass.INCOMPLETE, (
+        ClassifyClass.INCOMPLETE,
+        CLASSIFY_EXIT[ClassifyClass.INCOMPLETE],
+    )
+
 
 #: The record kinds each verb reads, for the trusted reader.
 _KIND: dict[PolicyName, Kinds] = {
@@ -309,12 +324,13 @@ def _runner(name: PolicyName) -> Callable[[argparse.Namespace], int]:
         exits: list[int] = []
         for packet, verdict in packets:
             if packet.data is None:
+                unreadable, untrusted = _refusals(name)
                 if verdict is not None:
-                    code, exit_code = _UNTRUSTED[name]
+                    code, exit_code = untrusted
                     why = f"not evidence: {verdict}"
                 else:
                     assert packet.error is not None
-                    code, exit_code, why = _UNREADABLE[name], packet.error_exit, str(packet.error)
+                    code, exit_code, why = unreadable, packet.error_exit, str(packet.error)
                 record = _refusal(name, packet.source, code, exit_code, why)
                 exits.append(exit_code)
                 row = _summary_row(record, packet, exit_code, why) if out.form == "github" else None

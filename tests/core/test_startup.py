@@ -136,18 +136,25 @@ def test_the_verb_table_is_what_the_modules_register() -> None:
 
 def test_the_codes_kept_apart_load_on_first_use_and_are_the_same_objects() -> None:
     code = (
-        "import sys, flakecore.codes as c\n"
+        "import importlib, sys, flakecore.codes as c, flakecore.exits as e\n"
         "before = sorted(m for m in sys.modules if 'codes' in m)\n"
-        "import flakecore._attempt_codes as a, flakecore._trust_codes as t\n"
-        "same = [c.Outcome is a.Outcome, c.AttemptFlag is a.AttemptFlag,\n"
-        "        c.AttemptResult is a.AttemptResult, c.TrustReason is t.TrustReason]\n"
-        "print(before, same, set(c.__all__) <= set(dir(c)))"
+        "same = [getattr(c, n) is getattr(importlib.import_module('flakecore.' + h), n)\n"
+        "        for n, h in c._HOMES.items()]\n"
+        "tables = [e.ADMIT_EXIT is e.ADMIT_EXIT, set(e.TRIAGE_EXIT) == set(c.TriageVerdict)]\n"
+        "print(before, all(same), len(same), tables, set(c.__all__) <= set(dir(c)),\n"
+        "      set(e.__all__) <= set(dir(e)))"
     )
-    assert fresh(code) == "['flakecore.codes'] [True, True, True, True] True"
-    from flakecore import codes
+    assert fresh(code) == "['flakecore.codes'] True 11 [True, True] True True"
+    from flakecore import codes, exits
 
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         _ = codes.Nope
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        _ = exits.Nope
+    # triage's exit is its most serious verdict's, by the table's order
+    verdicts = list(exits.TRIAGE_EXIT)
+    assert exits.triage_exit(verdicts[::-1]) == exits.TRIAGE_EXIT[verdicts[0]]
+    assert exits.triage_exit([]) == exits.TRIAGE_NOTHING_RED
 
 
 def test_the_runner_id_class_loads_on_first_use_and_is_the_same_object() -> None:
@@ -276,6 +283,7 @@ def test_a_policy_verb_without_a_source_loads_no_git_no_trust_and_no_other_polic
     loaded = set(ast.literal_eval(fresh(code)))
     assert not loaded & set(NOT_FOR_ONE_PACKET)
     assert loaded & set(POLICY_MODULES) == {f"flakecore.{verb}"}
+    assert {m for m in loaded if m.endswith("_codes")} == {f"flakecore._{verb}_codes"}
 
 
 def _records() -> dict[str, object]:
