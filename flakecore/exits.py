@@ -8,7 +8,7 @@ evidence said no" is never confused with "the evidence could not be read".
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -104,102 +104,78 @@ def triage_exit(verdicts: Iterable[TriageVerdict]) -> int:
     return next(table[v] for v in table if v in found)
 
 
-# -- the policies' tables, each built (with its codes) when first used ----------------
+# -- the policies' tables, each built (with its codes) when first read ----------------
 #
-# A verb builds only the codes it uses (docs/performance.md), so each table is
-# made by its function below the first time the module's attribute is read.
+# A verb builds only the codes it uses (docs/performance.md): each table is
+# written here by its codes' names, in order, and made into the mapping of
+# its codes the first time the module's attribute is read.
 
-
-def _admit_exit() -> Mapping[AdmitCode, int]:
-    from flakecore.codes import AdmitCode  # noqa: PLC0415 - built on first use
-
-    return MappingProxyType(
+#: Each table: the code set (a name in :mod:`flakecore.codes`) and the exit of each code.
+_TABLES: Mapping[str, tuple[str, Mapping[str, int]]] = {
+    "ADMIT_EXIT": (
+        "AdmitCode",
         {
-            AdmitCode.ACCEPT_PREEXISTING: 0,
-            AdmitCode.REJECT_INCOMPLETE: 1,
-            AdmitCode.REJECT_PROPERTY_DRIFT: 2,
-            AdmitCode.REJECT_FIXTURE_EPOCH: 3,
-            AdmitCode.REJECT_PATCH_INTRODUCED: 4,
-            AdmitCode.REJECT_BUDGET: 5,
-        }
-    )
-
-
-def _decide_exit() -> Mapping[DecideCode, int]:
-    from flakecore.codes import DecideCode  # noqa: PLC0415 - built on first use
-
-    return MappingProxyType(
+            "ACCEPT_PREEXISTING": 0,
+            "REJECT_INCOMPLETE": 1,
+            "REJECT_PROPERTY_DRIFT": 2,
+            "REJECT_FIXTURE_EPOCH": 3,
+            "REJECT_PATCH_INTRODUCED": 4,
+            "REJECT_BUDGET": 5,
+        },
+    ),
+    "DECIDE_EXIT": (
+        "DecideCode",
         {
-            DecideCode.ELIGIBLE: 0,
-            DecideCode.MISSING_FIELD: 2,
-            DecideCode.CLEAN_RUN_UNAVAILABLE: 4,
-            DecideCode.NOT_DISTINCT_RUNNER: 4,
-            DecideCode.NOT_FLAKE_SHAPED: 3,
-            DecideCode.CLASS_MISMATCH: 3,
-            DecideCode.FIXTURE_DRIFT: 3,
-            DecideCode.INPUT_DRIFT: 3,
-            DecideCode.PROPERTY_OWNS_BUG: 3,
-        }
-    )
-
-
-def _budget_exit() -> Mapping[BudgetCode, int]:
-    from flakecore.codes import BudgetCode  # noqa: PLC0415 - built on first use
-
-    return MappingProxyType(
+            "ELIGIBLE": 0,
+            "MISSING_FIELD": 2,
+            "CLEAN_RUN_UNAVAILABLE": 4,
+            "NOT_DISTINCT_RUNNER": 4,
+            "NOT_FLAKE_SHAPED": 3,
+            "CLASS_MISMATCH": 3,
+            "FIXTURE_DRIFT": 3,
+            "INPUT_DRIFT": 3,
+            "PROPERTY_OWNS_BUG": 3,
+        },
+    ),
+    "BUDGET_EXIT": (
+        "BudgetCode",
         {
-            BudgetCode.FLAKE_CANDIDATE: 0,
-            BudgetCode.INSUFFICIENT_BUDGET: 1,
-            BudgetCode.PROPERTY_MISS: 2,
-            BudgetCode.FIXTURE_DRIFT: 3,
-            BudgetCode.STABLE_FAIL: 5,
-            BudgetCode.STABLE_PASS: 6,
-        }
-    )
-
-
-def _classify_exit() -> Mapping[ClassifyClass, int]:
-    from flakecore.codes import ClassifyClass  # noqa: PLC0415 - built on first use
-
-    return MappingProxyType(
+            "FLAKE_CANDIDATE": 0,
+            "INSUFFICIENT_BUDGET": 1,
+            "PROPERTY_MISS": 2,
+            "FIXTURE_DRIFT": 3,
+            "STABLE_FAIL": 5,
+            "STABLE_PASS": 6,
+        },
+    ),
+    "CLASSIFY_EXIT": (
+        "ClassifyClass",
         {
-            ClassifyClass.INCOMPLETE: 1,
-            ClassifyClass.PROPERTY: 2,
-            ClassifyClass.FIXTURE: 3,
-            ClassifyClass.FLAKE: 4,
-            ClassifyClass.STABLE_RED: 5,
-        }
-    )
-
-
-def _attempts_exit() -> Mapping[LogStatus, int]:
-    from flakecore.codes import LogStatus  # noqa: PLC0415 - built on first use
-
-    return MappingProxyType({LogStatus.COMPLETE: 0, LogStatus.INCOMPLETE: 1})
-
-
-def _triage_exit() -> Mapping[TriageVerdict, int]:
-    from flakecore.codes import TriageVerdict  # noqa: PLC0415 - built on first use
-
-    return MappingProxyType(
+            "INCOMPLETE": 1,
+            "PROPERTY": 2,
+            "FIXTURE": 3,
+            "FLAKE": 4,
+            "STABLE_RED": 5,
+        },
+    ),
+    "ATTEMPTS_EXIT": (
+        "LogStatus",
         {
-            TriageVerdict.REJECT_TOO_MANY_RED: 10,
-            TriageVerdict.REJECT_PATCH_INTRODUCED: 4,
-            TriageVerdict.REJECT_POLICY: 5,
-            TriageVerdict.REJECT_ERROR: 3,
-            TriageVerdict.REJECT_INCOMPLETE: 1,
-            TriageVerdict.ACCEPT_PREEXISTING: 0,
-        }
-    )
-
-
-_TABLES: dict[str, Callable[[], Mapping[Any, int]]] = {
-    "ADMIT_EXIT": _admit_exit,
-    "DECIDE_EXIT": _decide_exit,
-    "BUDGET_EXIT": _budget_exit,
-    "CLASSIFY_EXIT": _classify_exit,
-    "ATTEMPTS_EXIT": _attempts_exit,
-    "TRIAGE_EXIT": _triage_exit,
+            "COMPLETE": 0,
+            "INCOMPLETE": 1,
+        },
+    ),
+    "TRIAGE_EXIT": (
+        "TriageVerdict",
+        {
+            "REJECT_TOO_MANY_RED": 10,
+            "REJECT_PATCH_INTRODUCED": 4,
+            "REJECT_POLICY": 5,
+            "REJECT_ERROR": 3,
+            "REJECT_INCOMPLETE": 1,
+            "ACCEPT_PREEXISTING": 0,
+        },
+    ),
 }
 
 
@@ -207,7 +183,11 @@ def _table(name: str) -> Mapping[Any, int]:
     """The table ``name``, built now if this is its first use (and kept: one object)."""
     built: Mapping[Any, int] | None = globals().get(name)
     if built is None:
-        built = globals()[name] = _TABLES[name]()
+        from flakecore import codes  # noqa: PLC0415 - only the table's own codes are built
+
+        code_set, exits = _TABLES[name]
+        members = getattr(codes, code_set)
+        built = globals()[name] = MappingProxyType({members[k]: v for k, v in exits.items()})
     return built
 
 

@@ -151,6 +151,11 @@ def test_the_codes_kept_apart_load_on_first_use_and_are_the_same_objects() -> No
         _ = codes.Nope
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         _ = exits.Nope
+    # every table gives every code of its set an exit, in the order it is written
+    for name, (code_set, written) in exits._TABLES.items():
+        table = getattr(exits, name)
+        assert [code.name for code in table] == list(written)
+        assert set(table) == set(getattr(codes, code_set))
     # triage's exit is its most serious verdict's, by the table's order
     verdicts = list(exits.TRIAGE_EXIT)
     assert exits.triage_exit(verdicts[::-1]) == exits.TRIAGE_EXIT[verdicts[0]]
