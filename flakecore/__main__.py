@@ -1,5 +1,5 @@
 """``python -m flakecore``: the same CLI as the ``flakecore`` console script."""
 
-from flakecore.cli import main
+from flakecore.cli import console
 
-raise SystemExit(main())
+raise SystemExit(console())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from flakecore import __version__
 from flakecore.cli import VERBS, asks_version
@@ -65,10 +65,15 @@ def parser_for(argv: Sequence[str]) -> UsageArgumentParser:
     return build_parser()
 
 
-def run(arguments: Sequence[str]) -> int:
-    """Parse ``arguments``, run the verb, turn every failure into one line and its exit."""
+def run(arguments: Sequence[str], *, started: Callable[[], None] | None = None) -> int:
+    """Parse ``arguments``, run the verb, turn every failure into one line and its exit.
+
+    ``started`` is called once the arguments are parsed, before the verb runs.
+    """
     try:
         args = parser_for(arguments).parse(arguments)
+        if started is not None:
+            started()
         code = int(args.run(args))
         flush_out()
         return code

@@ -416,3 +416,65 @@ def test_guard_with_no_config_loads_no_trust_layer(tmp_path: Path) -> None:
         "flakecore.cli._github",  # --format github only
     }
     assert not loaded & unneeded
+
+
+DECIDE_EXAMPLE = REPO / "examples" / "decide" / "eligible.json"
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_main_leaves_the_callers_collector_as_it_set_it(enabled: bool) -> None:
+    code = (
+        "import contextlib, gc, io\n"
+        "from flakecore.cli import main\n"
+        f"gc.enable() if {enabled} else gc.disable()\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['decide', '--no-config', {str(DECIDE_EXAMPLE)!r}]) == 0\n"
+        "print(gc.isenabled(), gc.get_freeze_count())"
+    )
+    assert fresh(code) == f"{enabled} 0"
+
+
+def test_the_command_runs_its_verb_with_the_collector_on_and_ends_with_all_frozen() -> None:
+    # The verb sees the collector on, with start-up's objects frozen out of
+    # its passes; at the end everything is frozen, so the exit sweeps nothing.
+    code = (
+        "import contextlib, gc, io, sys\n"
+        "import flakecore.cli._policies as p\n"
+        "seen = []\n"
+        "runner = p._runner\n"
+        "def spy(name):\n"
+        "    run = runner(name)\n"
+        "    def wrapped(args):\n"
+        "        seen.append(('verb', gc.isenabled(), gc.get_freeze_count() > 0))\n"
+        "        return run(args)\n"
+        "    return wrapped\n"
+        "p._runner = spy\n"
+        "from flakecore.cli import console\n"
+        f"sys.argv = ['flakecore', 'decide', '--no-config', {str(DECIDE_EXAMPLE)!r}]\n"
+        "frozen = gc.get_freeze_count()\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    code = console()\n"
+        "print(*seen)\n"
+        "print('decision', code, 'decide=ELIGIBLE' in out.getvalue())\n"
+        "print('end', gc.isenabled(), gc.get_freeze_count() > frozen)"
+    )
+    assert fresh(code).splitlines() == [
+        "('verb', True, True)",
+        "decision 0 True",
+        "end True True",
+    ]
+
+
+def test_the_installed_command_is_the_console_entry_and_python_m_runs_it() -> None:
+    from importlib.metadata import entry_points
+
+    (script,) = entry_points(group="console_scripts", name="flakecore")
+    assert script.value == "flakecore.cli:console"
+    done = subprocess.run(
+        [sys.executable, "-m", "flakecore", "decide", "--no-config", str(DECIDE_EXAMPLE)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, "decide=ELIGIBLE" in done.stdout) == (0, True)
