@@ -26,10 +26,12 @@ log -- is ``REJECT_INCOMPLETE`` with a one-line reason, never a traceback.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shlex
 import subprocess
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -43,7 +45,7 @@ from flakecore.digest import file_sha256, is_digest
 from flakecore.errors import FlakecoreError, InputError, MissingInputError, UsageError
 from flakecore.evidence import Attempt, blocking_flags
 from flakecore.files import write_atomic
-from flakecore.gate.isolation import IsolationError, find_leaks
+from flakecore.gate.isolation import IsolationError, find_leaks, find_leaks_ahead
 from flakecore.gate.isolation import describe as describe_leaks
 from flakecore.gate.runtime import (
     WEAK_CONTAINMENT,
@@ -51,6 +53,7 @@ from flakecore.gate.runtime import (
     Reapers,
     child_env,
     remove_file,
+    signals_deferred,
     substitute,
 )
 from flakecore.gate.worktree import DetachedWorktree, GitError, head_commit, repo_toplevel
@@ -310,6 +313,42 @@ class _Refuse(Exception):
     """The replay cannot produce provable evidence: REJECT_INCOMPLETE."""
 
 
+class _LeaksAhead:
+    """:func:`~flakecore.gate.isolation.find_leaks_ahead` in a thread of its own.
+
+    Started while git adds the worktree; its answer (or its exception) is
+    taken where the replay checks the isolation, so the order of the
+    refusals is the one without it.  It uses the reapers alone until then:
+    the replay runs nothing else on them before :meth:`answer`.
+    """
+
+    def __init__(self, ask: Callable[[], list[str] | None], reapers: Reapers) -> None:
+        self._ask, self._reapers = ask, reapers
+        self._answer: list[str] | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="isolation", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._answer = self._ask()
+        except BaseException as exc:  # handed to the replay's thread by answer()
+            self._error = exc
+
+    def answer(self) -> list[str] | None:
+        """The leaks found, or None: the probe needs the worktree after all."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._answer
+
+    def end(self) -> None:
+        """Stop the probe if it still runs (the replay ends without its answer), and wait."""
+        if self._thread.is_alive():
+            self._reapers.stop()
+        self._thread.join()
+
+
 def _decision(policy: Policy, code: AdmitCode, *reasons: str) -> AdmitDecision:
     return admit_verdict(code, *reasons, policy=policy)
 
@@ -411,6 +450,7 @@ class _Replay:
         self.digests: dict[str, list[str]] = {}
         self.steps: list[str] = []
         self.weak = False
+        self.ahead: _LeaksAhead | None = None
         extra = {request.seed_env: request.seed} if request.seed_env else {}
         self.env = child_env(extra)
 
@@ -494,7 +534,9 @@ class _Replay:
             reapers = Reapers(attempts + 1 + bool(request.setup), env=self.env, output=self.output)
             # 2. The unmodified base, detached, outside the checkout; refused unless exact.
             tree = DetachedWorktree(top, self.base_sha)
-            worktree = tree.create()
+            # Without a set-up, the probe runs beside git when the worktree cannot change it.
+            start = None if request.setup else functools.partial(self.isolate_ahead, reapers, top)
+            worktree = tree.create(meanwhile=start)
             if problems := tree.problems():
                 raise _Refuse("; ".join(problems))
             assert tree.scratch is not None
@@ -517,12 +559,16 @@ class _Replay:
         except (_Refuse, GitError, IncompleteAttempt) as exc:
             return self.outcome(_decision(policy, AdmitCode.REJECT_INCOMPLETE, str(exc)))
         finally:
-            if reapers is not None:
-                reapers.close()
-            if writer is not None:
-                writer.close()
-            if tree is not None:
-                tree.remove()
+            # A second signal waits until all of it is done (a probe ahead may take a moment).
+            with signals_deferred():
+                if self.ahead is not None:
+                    self.ahead.end()  # before its reapers go
+                if reapers is not None:
+                    reapers.close()
+                if writer is not None:
+                    writer.close()
+                if tree is not None:
+                    tree.remove()
 
     def observe(self, files: dict[str, dict[str, Path]], step: str) -> None:
         """Hash the property file and the epoch lock on both trees after ``step`` ran."""
@@ -542,19 +588,40 @@ class _Replay:
             raise _Refuse(f"--setup failed ({run.describe()}): {shlex.join(command)}")
         self.observe(files, "--setup")
 
-    def isolate(self, reapers: Reapers, worktree: Path, top: Path, scratch: Path) -> None:
-        """Refuse a command whose interpreter would import the scored checkout (docs/trust.md)."""
+    def isolate_ahead(self, reapers: Reapers, top: Path, scratch: Path) -> None:
+        """Start the isolation check in a thread, before the worktree exists (:meth:`isolate`)."""
         argv = substitute(self.request.command, seed=self.request.seed)
-        try:
-            leaks = find_leaks(
+        self.ahead = _LeaksAhead(
+            functools.partial(
+                find_leaks_ahead,
                 argv,
                 env=self.env,
-                cwd=worktree,
                 checkout=top,
                 scratch=scratch,
                 output=self.output,
                 reapers=reapers,
-            )
+            ),
+            reapers,
+        )
+
+    def isolate(self, reapers: Reapers, worktree: Path, top: Path, scratch: Path) -> None:
+        """Refuse a command whose interpreter would import the scored checkout (docs/trust.md).
+
+        The answer found ahead, while git added the worktree, when there is one.
+        """
+        argv = substitute(self.request.command, seed=self.request.seed)
+        try:
+            leaks = None if self.ahead is None else self.ahead.answer()
+            if leaks is None:
+                leaks = find_leaks(
+                    argv,
+                    env=self.env,
+                    cwd=worktree,
+                    checkout=top,
+                    scratch=scratch,
+                    output=self.output,
+                    reapers=reapers,
+                )
         except IsolationError as exc:
             raise _Refuse(f"the base replay's isolation cannot be shown: {exc}") from None
         if leaks:
