@@ -45,8 +45,6 @@ from flakecore.digest import file_sha256, is_digest
 from flakecore.errors import FlakecoreError, InputError, MissingInputError, UsageError
 from flakecore.evidence import Attempt, blocking_flags
 from flakecore.files import write_atomic
-from flakecore.gate.isolation import IsolationError, find_leaks, find_leaks_ahead
-from flakecore.gate.isolation import describe as describe_leaks
 from flakecore.gate.runtime import (
     WEAK_CONTAINMENT,
     CommandRun,
@@ -591,29 +589,34 @@ class _Replay:
     def isolate_ahead(self, reapers: Reapers, top: Path, scratch: Path) -> None:
         """Start the isolation check in a thread, before the worktree exists (:meth:`isolate`)."""
         argv = substitute(self.request.command, seed=self.request.seed)
-        self.ahead = _LeaksAhead(
-            functools.partial(
-                find_leaks_ahead,
+
+        def ask() -> list[str] | None:
+            # Imported here, beside git: no start-up cost before the replay's first git call.
+            from flakecore.gate.isolation import find_leaks_ahead  # noqa: PLC0415
+
+            return find_leaks_ahead(
                 argv,
                 env=self.env,
                 checkout=top,
                 scratch=scratch,
                 output=self.output,
                 reapers=reapers,
-            ),
-            reapers,
-        )
+            )
+
+        self.ahead = _LeaksAhead(ask, reapers)
 
     def isolate(self, reapers: Reapers, worktree: Path, top: Path, scratch: Path) -> None:
         """Refuse a command whose interpreter would import the scored checkout (docs/trust.md).
 
         The answer found ahead, while git added the worktree, when there is one.
         """
+        from flakecore.gate import isolation  # noqa: PLC0415 - see isolate_ahead
+
         argv = substitute(self.request.command, seed=self.request.seed)
         try:
             leaks = None if self.ahead is None else self.ahead.answer()
             if leaks is None:
-                leaks = find_leaks(
+                leaks = isolation.find_leaks(
                     argv,
                     env=self.env,
                     cwd=worktree,
@@ -622,10 +625,10 @@ class _Replay:
                     output=self.output,
                     reapers=reapers,
                 )
-        except IsolationError as exc:
+        except isolation.IsolationError as exc:
             raise _Refuse(f"the base replay's isolation cannot be shown: {exc}") from None
         if leaks:
-            raise _Refuse(describe_leaks(leaks))
+            raise _Refuse(isolation.describe(leaks))
 
     def attempt_loop(
         self,
