@@ -27,6 +27,7 @@ log -- is ``REJECT_INCOMPLETE`` with a one-line reason, never a traceback.
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import os
 import shlex
@@ -34,16 +35,14 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
 from flakecore.admit import AdmitDecision, admit, admit_verdict, freeze_record
-from flakecore.attempts import AttemptWriter, LogSummary, reduce_logs
 from flakecore.codes import AdmitCode, AttemptResult, Outcome
 from flakecore.digest import file_sha256, is_digest
 from flakecore.errors import FlakecoreError, InputError, MissingInputError, UsageError
-from flakecore.evidence import Attempt, blocking_flags
 from flakecore.files import write_atomic
 from flakecore.gate.runtime import (
     WEAK_CONTAINMENT,
@@ -57,9 +56,13 @@ from flakecore.gate.runtime import (
 from flakecore.gate.worktree import DetachedWorktree, GitError, head_commit, repo_toplevel
 from flakecore.gate.worktree import resolve_commit as _resolve_commit
 from flakecore.policy import DEFAULT_POLICY, Policy
-from flakecore.records import AdmitEvidence, Seed
 from flakecore.seeds import seed_from_text
 from flakecore.testids import closest_ids
+
+if TYPE_CHECKING:
+    from flakecore.attempts import AttemptWriter, LogSummary
+    from flakecore.evidence import Attempt
+    from flakecore.records import Seed
 
 __all__ = [
     "DEFAULT_MISS_EXIT_CODES",
@@ -81,7 +84,10 @@ DEFAULT_MISS_EXIT_CODES: frozenset[int] = frozenset({1})
 #: ``progress(attempt, total, misses)``, called after each attempt.
 ProgressCallback = Callable[[int, int, int], None]
 #: Reads a report file into attempt records (the CLI passes the adapters' reader).
-ReportReader = Callable[[Path], Iterable[Attempt]]
+ReportReader = Callable[[Path], Iterable["Attempt"]]
+#: What a replay needs only once the worktree is there: imported beside ``git worktree add``
+#: (by the thread of the isolation probe), else where first used.
+_AFTER_CHECKOUT = ("flakecore.attempts", "flakecore.evidence", "flakecore.records")
 
 
 class IncompleteAttempt(FlakecoreError):
@@ -192,6 +198,8 @@ class ReportJudge:
                 "(reruns inside one attempt hide the first result)"
             )
         (record,) = records
+        from flakecore.evidence import blocking_flags  # noqa: PLC0415 - see _AFTER_CHECKOUT
+
         if flags := blocking_flags(records):
             names = ", ".join(sorted(f.value for f in flags))
             raise IncompleteAttempt(f"report record for {self.test_id!r} is flagged: {names}")
@@ -475,6 +483,8 @@ class _Replay:
             return request.patch_misses
         if request.patch_reports:
             return self.reported_misses()
+        from flakecore.attempts import reduce_logs  # noqa: PLC0415 - see _AFTER_CHECKOUT
+
         summary = reduce_logs(request.patch_logs, policy=self.policy)
         if not summary.complete:
             raise _Refuse("patch log is incomplete: " + "; ".join(summary.reasons))
@@ -495,6 +505,8 @@ class _Replay:
         attempts = [a for path in request.patch_reports for a in read(path) if a.test_id == test_id]
         if not attempts:
             raise _Refuse(f"the patch reports have no attempt of {test_id!r}")
+        from flakecore.evidence import blocking_flags  # noqa: PLC0415 - see _AFTER_CHECKOUT
+
         if flags := blocking_flags(attempts):
             names = ", ".join(sorted(f.value for f in flags))
             raise _Refuse(f"the patch reports' attempts of {test_id!r} are flagged: {names}")
@@ -503,6 +515,8 @@ class _Replay:
     def run(
         self, attempts: int, out: Path | None, resolved: tuple[Path, str] | None
     ) -> ReplayOutcome:
+        from flakecore.attempts import AttemptWriter  # noqa: PLC0415 - see _AFTER_CHECKOUT
+
         request, policy = self.request, self.policy
         checkout = Path(os.path.abspath(request.checkout))
         try:
@@ -594,6 +608,9 @@ class _Replay:
             # Imported here, beside git: no start-up cost before the replay's first git call.
             from flakecore.gate.isolation import find_leaks_ahead  # noqa: PLC0415
 
+            for name in _AFTER_CHECKOUT:
+                importlib.import_module(name)
+
             return find_leaks_ahead(
                 argv,
                 env=self.env,
@@ -667,6 +684,9 @@ class _Replay:
                 self.progress(n, attempts, misses)
 
     def decide(self, top: Path, log: Path, patch_misses: int, out: Path | None) -> ReplayOutcome:
+        from flakecore.attempts import reduce_logs  # noqa: PLC0415 - see _AFTER_CHECKOUT
+        from flakecore.records import AdmitEvidence  # noqa: PLC0415
+
         request, policy = self.request, self.policy
         # 5. The log as written is the evidence; it must reduce cleanly and agree with us.
         summary = reduce_logs([log], policy=policy)
