@@ -325,13 +325,16 @@ class _LeaksAhead:
     Started while git adds the worktree; its answer (or its exception) is
     taken where the replay checks the isolation, so the order of the
     refusals is the one without it.  It uses the reapers alone until then:
-    the replay runs nothing else on them before :meth:`answer`.
+    the replay runs nothing else on them before :meth:`answer`.  The thread
+    lasts until :meth:`end`: a reaper it started (past those started ahead)
+    gets its ``PR_SET_PDEATHSIG`` when the thread that started it ends.
     """
 
     def __init__(self, ask: Callable[[], list[str] | None], reapers: Reapers) -> None:
         self._ask, self._reapers = ask, reapers
         self._answer: list[str] | None = None
         self._error: BaseException | None = None
+        self._done, self._ended = threading.Event(), threading.Event()
         self._thread = threading.Thread(target=self._run, name="isolation", daemon=True)
         self._thread.start()
 
@@ -340,18 +343,23 @@ class _LeaksAhead:
             self._answer = self._ask()
         except BaseException as exc:  # handed to the replay's thread by answer()
             self._error = exc
+        finally:
+            self._done.set()
+        self._ended.wait()
 
     def answer(self) -> list[str] | None:
         """The leaks found, or None: the probe needs the worktree after all."""
-        self._thread.join()
+        self._done.wait()
         if self._error is not None:
             raise self._error
         return self._answer
 
     def end(self) -> None:
         """Stop the probe if it still runs (the replay ends without its answer), and wait."""
-        if self._thread.is_alive():
+        if not self._done.is_set():
             self._reapers.stop()
+        self._done.wait()
+        self._ended.set()
         self._thread.join()
 
 
