@@ -30,7 +30,6 @@ from flakecore.cli._signing import add_signing_arguments, signer_from_args
 from flakecore.codes import AdmitCode, BudgetCode
 from flakecore.decision import Decision
 from flakecore.errors import GitError, UsageError
-from flakecore.evidence import Attempt
 from flakecore.exits import EXIT_CANTCREAT, EXIT_IOERR
 from flakecore.gate.replay import (
     ExitStatusJudge,
@@ -45,6 +44,7 @@ from flakecore.gate.runtime import Terminated, adopt_orphans, remove_file, signa
 from flakecore.policy import DEFAULT_POLICY
 
 if TYPE_CHECKING:
+    from flakecore.evidence import Attempt
     from flakecore.signing import RecordSigner
 
 __all__ = ["register"]
@@ -265,7 +265,7 @@ def _output_fd() -> int:
 
 
 #: ``flakecore_adapters.iter_attempts(path, *, format, source_name, test_id)``.
-_IterAttempts = Callable[..., Iterable[Attempt]]
+_IterAttempts = Callable[..., Iterable["Attempt"]]
 
 
 def _report_reader(args: argparse.Namespace, flag: str, name: str | None) -> ReportReader:

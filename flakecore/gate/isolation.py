@@ -49,6 +49,7 @@ __all__ = [
     "command_interpreter",
     "describe",
     "find_leaks",
+    "find_leaks_ahead",
 ]
 
 #: The most flakecore reads of one ``.pth`` file, finder module or ``direct_url.json``.
@@ -64,6 +65,10 @@ class IsolationError(Exception):
     """The interpreter could not be probed: the isolation cannot be shown."""
 
 
+class _NeedsWorktree(Exception):
+    """The answer depends on the command's directory, which does not exist yet."""
+
+
 @attrs.frozen
 class Interpreter:
     """The Python the command will run, and the options it is given."""
@@ -74,9 +79,18 @@ class Interpreter:
     """Single-letter options that change the search path: ``I``, ``E``, ``s``, ``S``."""
 
 
-def _which(name: str, env: Mapping[str, str], cwd: Path) -> str | None:
+def _from(cwd: Path | None, path: str) -> str:
+    """``path`` taken from the command's directory (None: not there yet, so not known)."""
+    if os.path.isabs(path):
+        return path
+    if cwd is None:
+        raise _NeedsWorktree(path)
+    return os.path.join(cwd, path)
+
+
+def _which(name: str, env: Mapping[str, str], cwd: Path | None) -> str | None:
     if "/" in name:
-        path = name if os.path.isabs(name) else os.path.join(cwd, name)
+        path = _from(cwd, name)
         return path if os.path.isfile(path) else None
     found = shutil.which(name, path=env.get("PATH", os.defpath))
     return os.path.abspath(found) if found is not None else None
@@ -128,6 +142,12 @@ def command_interpreter(
     argv: Sequence[str], env: Mapping[str, str], cwd: Path
 ) -> Interpreter | None:
     """The Python the command will use (the rule in the module docstring); None: none found."""
+    return _interpreter(argv, env, cwd)
+
+
+def _interpreter(
+    argv: Sequence[str], env: Mapping[str, str], cwd: Path | None
+) -> Interpreter | None:
     program = _which(argv[0], env, cwd) if argv else None
     if program is not None and _PYTHON_NAME.fullmatch(os.path.basename(argv[0])):
         return Interpreter(program, _flags(argv[1:]))
@@ -283,7 +303,7 @@ class _Finder:
 def _probe(
     interpreter: Interpreter,
     env: Mapping[str, str],
-    cwd: Path,
+    cwd: Path | None,
     scratch: Path,
     output: int,
     *,
@@ -291,10 +311,11 @@ def _probe(
 ) -> dict[str, object]:
     out = scratch / "interpreter-probe.json"
     argv = [interpreter.path, "-I", "-S", _PROBE, str(out)]
+    where = scratch if cwd is None else cwd  # (a compiled interpreter: its answer is the same)
     if reapers is not None:
-        run = reapers.run(argv, cwd=cwd, timeout_s=_PROBE_TIMEOUT_S)
+        run = reapers.run(argv, cwd=where, timeout_s=_PROBE_TIMEOUT_S)
     else:
-        run = run_command(argv, cwd=cwd, timeout_s=_PROBE_TIMEOUT_S, env=env, output=output)
+        run = run_command(argv, cwd=where, timeout_s=_PROBE_TIMEOUT_S, env=env, output=output)
     if failure := run.containment_failure:
         raise IsolationError(f"probing {interpreter.path}: {failure}")
     if run.returncode != 0:
@@ -327,6 +348,58 @@ def find_leaks(
     An empty list means none was found (not that none exists: see the
     limits in docs/gate.md).
     """
+    return _leaks(
+        argv, env=env, cwd=cwd, checkout=checkout, scratch=scratch, output=output, reapers=reapers
+    )
+
+
+def find_leaks_ahead(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    checkout: Path,
+    scratch: Path,
+    output: int,
+    reapers: Reapers | None = None,
+) -> list[str] | None:
+    """:func:`find_leaks` before the command's directory exists; None when it needs it.
+
+    The answer is the one :func:`find_leaks` gives in any directory when no
+    path it looks at is relative to that directory (the program, a ``#!``
+    line's Python, a ``PYTHONPATH`` entry) and the interpreter is a compiled
+    program, not a script (a shim such as pyenv's picks its Python from the
+    directory it runs in): ``-I -S`` then reads nothing there.  The probe runs
+    in ``scratch``.  A replay asks this while git adds the worktree.
+    """
+    try:
+        return _leaks(
+            argv,
+            env=env,
+            cwd=None,
+            checkout=checkout,
+            scratch=scratch,
+            output=output,
+            reapers=reapers,
+        )
+    except _NeedsWorktree:
+        return None
+
+
+def _compiled(path: str) -> bool:
+    """An ELF executable, not a script that could look at its directory."""
+    return _head(path, 4) == b"\x7fELF"
+
+
+def _leaks(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: Path | None,
+    checkout: Path,
+    scratch: Path,
+    output: int,
+    reapers: Reapers | None,
+) -> list[str]:
     finder = _Finder(checkout)
     program = _which(argv[0], env, cwd) if argv else None
     if program is not None:
@@ -335,16 +408,18 @@ def find_leaks(
         value = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
         if os.path.isabs(value):
             finder.path(value, "the command names")
-    interpreter = command_interpreter(argv, env, cwd)
+    interpreter = _interpreter(argv, env, cwd)
     if interpreter is None:
         return finder.leaks
+    if cwd is None and not _compiled(interpreter.path):
+        raise _NeedsWorktree(interpreter.path)
     if interpreter.path != program:
         finder.path(interpreter.path, "the interpreter")
     flags = interpreter.flags
     if not flags & {"I", "E"}:
         for entry in env.get("PYTHONPATH", "").split(os.pathsep):
             if entry:
-                finder.path(os.path.join(cwd, entry), "the PYTHONPATH entry")
+                finder.path(_from(cwd, entry), "the PYTHONPATH entry")
     if finder.leaks or "S" in flags:
         return finder.leaks
     found = _probe(interpreter, env, cwd, scratch, output, reapers=reapers)

@@ -26,39 +26,43 @@ log -- is ``REJECT_INCOMPLETE`` with a one-line reason, never a traceback.
 
 from __future__ import annotations
 
+import functools
+import importlib
 import json
 import os
 import shlex
 import subprocess
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
 from flakecore.admit import AdmitDecision, admit, admit_verdict, freeze_record
-from flakecore.attempts import AttemptWriter, LogSummary, reduce_logs
 from flakecore.codes import AdmitCode, AttemptResult, Outcome
 from flakecore.digest import file_sha256, is_digest
 from flakecore.errors import FlakecoreError, InputError, MissingInputError, UsageError
-from flakecore.evidence import Attempt, blocking_flags
 from flakecore.files import write_atomic
-from flakecore.gate.isolation import IsolationError, find_leaks
-from flakecore.gate.isolation import describe as describe_leaks
 from flakecore.gate.runtime import (
     WEAK_CONTAINMENT,
     CommandRun,
     Reapers,
     child_env,
     remove_file,
+    signals_deferred,
     substitute,
 )
 from flakecore.gate.worktree import DetachedWorktree, GitError, head_commit, repo_toplevel
 from flakecore.gate.worktree import resolve_commit as _resolve_commit
 from flakecore.policy import DEFAULT_POLICY, Policy
-from flakecore.records import AdmitEvidence, Seed
 from flakecore.seeds import seed_from_text
 from flakecore.testids import closest_ids
+
+if TYPE_CHECKING:
+    from flakecore.attempts import AttemptWriter, LogSummary
+    from flakecore.evidence import Attempt
+    from flakecore.records import Seed
 
 __all__ = [
     "DEFAULT_MISS_EXIT_CODES",
@@ -80,7 +84,10 @@ DEFAULT_MISS_EXIT_CODES: frozenset[int] = frozenset({1})
 #: ``progress(attempt, total, misses)``, called after each attempt.
 ProgressCallback = Callable[[int, int, int], None]
 #: Reads a report file into attempt records (the CLI passes the adapters' reader).
-ReportReader = Callable[[Path], Iterable[Attempt]]
+ReportReader = Callable[[Path], Iterable["Attempt"]]
+#: What a replay needs only once the worktree is there: imported beside ``git worktree add``
+#: (by the thread of the isolation probe), else where first used.
+_AFTER_CHECKOUT = ("flakecore.attempts", "flakecore.evidence", "flakecore.records")
 
 
 class IncompleteAttempt(FlakecoreError):
@@ -191,6 +198,8 @@ class ReportJudge:
                 "(reruns inside one attempt hide the first result)"
             )
         (record,) = records
+        from flakecore.evidence import blocking_flags  # noqa: PLC0415 - see _AFTER_CHECKOUT
+
         if flags := blocking_flags(records):
             names = ", ".join(sorted(f.value for f in flags))
             raise IncompleteAttempt(f"report record for {self.test_id!r} is flagged: {names}")
@@ -310,6 +319,50 @@ class _Refuse(Exception):
     """The replay cannot produce provable evidence: REJECT_INCOMPLETE."""
 
 
+class _LeaksAhead:
+    """:func:`~flakecore.gate.isolation.find_leaks_ahead` in a thread of its own.
+
+    Started while git adds the worktree; its answer (or its exception) is
+    taken where the replay checks the isolation, so the order of the
+    refusals is the one without it.  It uses the reapers alone until then:
+    the replay runs nothing else on them before :meth:`answer`.  The thread
+    lasts until :meth:`end`: a reaper it started (past those started ahead)
+    gets its ``PR_SET_PDEATHSIG`` when the thread that started it ends.
+    """
+
+    def __init__(self, ask: Callable[[], list[str] | None], reapers: Reapers) -> None:
+        self._ask, self._reapers = ask, reapers
+        self._answer: list[str] | None = None
+        self._error: BaseException | None = None
+        self._done, self._ended = threading.Event(), threading.Event()
+        self._thread = threading.Thread(target=self._run, name="isolation", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._answer = self._ask()
+        except BaseException as exc:  # handed to the replay's thread by answer()
+            self._error = exc
+        finally:
+            self._done.set()
+        self._ended.wait()
+
+    def answer(self) -> list[str] | None:
+        """The leaks found, or None: the probe needs the worktree after all."""
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._answer
+
+    def end(self) -> None:
+        """Stop the probe if it still runs (the replay ends without its answer), and wait."""
+        if not self._done.is_set():
+            self._reapers.stop()
+        self._done.wait()
+        self._ended.set()
+        self._thread.join()
+
+
 def _decision(policy: Policy, code: AdmitCode, *reasons: str) -> AdmitDecision:
     return admit_verdict(code, *reasons, policy=policy)
 
@@ -411,6 +464,7 @@ class _Replay:
         self.digests: dict[str, list[str]] = {}
         self.steps: list[str] = []
         self.weak = False
+        self.ahead: _LeaksAhead | None = None
         extra = {request.seed_env: request.seed} if request.seed_env else {}
         self.env = child_env(extra)
 
@@ -437,6 +491,8 @@ class _Replay:
             return request.patch_misses
         if request.patch_reports:
             return self.reported_misses()
+        from flakecore.attempts import reduce_logs  # noqa: PLC0415 - see _AFTER_CHECKOUT
+
         summary = reduce_logs(request.patch_logs, policy=self.policy)
         if not summary.complete:
             raise _Refuse("patch log is incomplete: " + "; ".join(summary.reasons))
@@ -457,6 +513,8 @@ class _Replay:
         attempts = [a for path in request.patch_reports for a in read(path) if a.test_id == test_id]
         if not attempts:
             raise _Refuse(f"the patch reports have no attempt of {test_id!r}")
+        from flakecore.evidence import blocking_flags  # noqa: PLC0415 - see _AFTER_CHECKOUT
+
         if flags := blocking_flags(attempts):
             names = ", ".join(sorted(f.value for f in flags))
             raise _Refuse(f"the patch reports' attempts of {test_id!r} are flagged: {names}")
@@ -465,6 +523,8 @@ class _Replay:
     def run(
         self, attempts: int, out: Path | None, resolved: tuple[Path, str] | None
     ) -> ReplayOutcome:
+        from flakecore.attempts import AttemptWriter  # noqa: PLC0415 - see _AFTER_CHECKOUT
+
         request, policy = self.request, self.policy
         checkout = Path(os.path.abspath(request.checkout))
         try:
@@ -494,7 +554,9 @@ class _Replay:
             reapers = Reapers(attempts + 1 + bool(request.setup), env=self.env, output=self.output)
             # 2. The unmodified base, detached, outside the checkout; refused unless exact.
             tree = DetachedWorktree(top, self.base_sha)
-            worktree = tree.create()
+            # Without a set-up, the probe runs beside git when the worktree cannot change it.
+            start = None if request.setup else functools.partial(self.isolate_ahead, reapers, top)
+            worktree = tree.create(meanwhile=start)
             if problems := tree.problems():
                 raise _Refuse("; ".join(problems))
             assert tree.scratch is not None
@@ -517,12 +579,16 @@ class _Replay:
         except (_Refuse, GitError, IncompleteAttempt) as exc:
             return self.outcome(_decision(policy, AdmitCode.REJECT_INCOMPLETE, str(exc)))
         finally:
-            if reapers is not None:
-                reapers.close()
-            if writer is not None:
-                writer.close()
-            if tree is not None:
-                tree.remove()
+            # A second signal waits until all of it is done (a probe ahead may take a moment).
+            with signals_deferred():
+                if self.ahead is not None:
+                    self.ahead.end()  # before its reapers go
+                if reapers is not None:
+                    reapers.close()
+                if writer is not None:
+                    writer.close()
+                if tree is not None:
+                    tree.remove()
 
     def observe(self, files: dict[str, dict[str, Path]], step: str) -> None:
         """Hash the property file and the epoch lock on both trees after ``step`` ran."""
@@ -542,23 +608,52 @@ class _Replay:
             raise _Refuse(f"--setup failed ({run.describe()}): {shlex.join(command)}")
         self.observe(files, "--setup")
 
-    def isolate(self, reapers: Reapers, worktree: Path, top: Path, scratch: Path) -> None:
-        """Refuse a command whose interpreter would import the scored checkout (docs/trust.md)."""
+    def isolate_ahead(self, reapers: Reapers, top: Path, scratch: Path) -> None:
+        """Start the isolation check in a thread, before the worktree exists (:meth:`isolate`)."""
         argv = substitute(self.request.command, seed=self.request.seed)
-        try:
-            leaks = find_leaks(
+
+        def ask() -> list[str] | None:
+            # Imported here, beside git: no start-up cost before the replay's first git call.
+            from flakecore.gate.isolation import find_leaks_ahead  # noqa: PLC0415
+
+            for name in _AFTER_CHECKOUT:
+                importlib.import_module(name)
+
+            return find_leaks_ahead(
                 argv,
                 env=self.env,
-                cwd=worktree,
                 checkout=top,
                 scratch=scratch,
                 output=self.output,
                 reapers=reapers,
             )
-        except IsolationError as exc:
+
+        self.ahead = _LeaksAhead(ask, reapers)
+
+    def isolate(self, reapers: Reapers, worktree: Path, top: Path, scratch: Path) -> None:
+        """Refuse a command whose interpreter would import the scored checkout (docs/trust.md).
+
+        The answer found ahead, while git added the worktree, when there is one.
+        """
+        from flakecore.gate import isolation  # noqa: PLC0415 - see isolate_ahead
+
+        argv = substitute(self.request.command, seed=self.request.seed)
+        try:
+            leaks = None if self.ahead is None else self.ahead.answer()
+            if leaks is None:
+                leaks = isolation.find_leaks(
+                    argv,
+                    env=self.env,
+                    cwd=worktree,
+                    checkout=top,
+                    scratch=scratch,
+                    output=self.output,
+                    reapers=reapers,
+                )
+        except isolation.IsolationError as exc:
             raise _Refuse(f"the base replay's isolation cannot be shown: {exc}") from None
         if leaks:
-            raise _Refuse(describe_leaks(leaks))
+            raise _Refuse(isolation.describe(leaks))
 
     def attempt_loop(
         self,
@@ -597,6 +692,9 @@ class _Replay:
                 self.progress(n, attempts, misses)
 
     def decide(self, top: Path, log: Path, patch_misses: int, out: Path | None) -> ReplayOutcome:
+        from flakecore.attempts import reduce_logs  # noqa: PLC0415 - see _AFTER_CHECKOUT
+        from flakecore.records import AdmitEvidence  # noqa: PLC0415
+
         request, policy = self.request, self.policy
         # 5. The log as written is the evidence; it must reduce cleanly and agree with us.
         summary = reduce_logs([log], policy=policy)

@@ -538,7 +538,8 @@ class Reapers:
     reaper whose flakecore dies exits without running anything.  All runs
     share ``env`` and ``output`` (see :func:`run_command`).  The first ones
     are started by a thread of their own, so that the caller goes on (a
-    replay adds its worktree meanwhile); one caller thread uses the rest.
+    replay adds its worktree meanwhile); one caller thread at a time uses
+    the rest, and another may :meth:`stop` it.
     """
 
     def __init__(
@@ -548,6 +549,8 @@ class Reapers:
         self._unstarted = runs
         self._waiting: list[_Reaper | OSError] = []
         self._started, self._closed = threading.Event(), threading.Event()
+        self._stop = threading.Event()
+        self._running: _Reaper | None = None
         self._starting = threading.Thread(target=self._start_ahead, name="reapers", daemon=True)
         self._starting.start()
 
@@ -579,10 +582,27 @@ class Reapers:
         self._top_up()  # the next one starts while this run goes on
         if isinstance(reaper, OSError):
             return _not_started(args, cwd, reaper, start)
-        if _stopped.is_set():
-            reaper.abandon()
-            return _not_started(args, cwd, OSError("the run was stopped"), start)
-        return _run_on(reaper, args, cwd, timeout_s, start)
+        self._running = reaper  # (before the look at the flags: see stop)
+        try:
+            if _stopped.is_set() or self._stop.is_set():
+                reaper.abandon()
+                return _not_started(args, cwd, OSError("the run was stopped"), start)
+            return _run_on(reaper, args, cwd, timeout_s, start)
+        finally:
+            self._running = None
+
+    def stop(self) -> None:
+        """End the run going on on these reapers (as a timeout would) and start none from now.
+
+        Called from another thread than the one that runs (the replay's,
+        while its isolation probe runs ahead in a thread): a run it cuts short
+        ends as any stopped run, every process of it gone before it returns.
+        """
+        self._stop.set()
+        running = self._running
+        if running is not None:
+            with contextlib.suppress(ProcessLookupError):
+                running.proc.send_signal(signal.SIGTERM)  # (not once it is reaped)
 
     def close(self) -> None:
         """End every reaper still waiting; none of them ran anything."""

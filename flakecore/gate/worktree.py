@@ -15,7 +15,7 @@ import contextlib
 import os
 import re
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -330,8 +330,12 @@ class DetachedWorktree:
         self.scratch: Path | None = None
         self.path: Path | None = None
 
-    def create(self) -> Path:
-        """Add the worktree; returns its path.  It must lie outside the checkout."""
+    def create(self, *, meanwhile: Callable[[Path], None] | None = None) -> Path:
+        """Add the worktree; returns its path.  It must lie outside the checkout.
+
+        ``meanwhile`` is called with ``scratch`` once it exists, just before
+        git adds the worktree: what the caller starts there runs beside git.
+        """
         import tempfile  # noqa: PLC0415 - only a replay makes one: no start-up cost of guard
 
         scratch = Path(
@@ -343,10 +347,13 @@ class DetachedWorktree:
             raise GitError(
                 f"temporary directory {scratch} is inside the checkout; point TMPDIR elsewhere"
             )
-        path = scratch / "tree"
-        git("worktree", "add", "--detach", "--quiet", str(path), self.commit, cwd=self.repo)
-        self.path = path
-        return path
+        # Set first: a signal that stops git halfway leaves it registered (and locked), and
+        # remove() then removes it by its path.
+        self.path = scratch / "tree"
+        if meanwhile is not None:
+            meanwhile(scratch)
+        git("worktree", "add", "--detach", "--quiet", str(self.path), self.commit, cwd=self.repo)
+        return self.path
 
     def problems(self) -> list[str]:
         """Why the worktree is not exactly the base commit (empty when it is).
