@@ -50,7 +50,7 @@ import struct
 from array import array
 from collections import deque
 from collections.abc import Callable, Sequence
-from itertools import repeat
+from itertools import chain, repeat
 from typing import Any
 
 from flakecore.codes import AttemptFlag, Outcome
@@ -61,6 +61,7 @@ from flakecore_adapters._render import add_flag
 __all__ = ["Emitter"]
 
 _MIN_PASS = 1 << 16  # fingerprints that wait before they are compared with the older ones
+_SHARE = 6  # ... and until they are a sixth of the older ones
 _MAX_FLAGGED_IDS = 1_000_000
 
 #: Build one output record: ``(test_id, outcome, native, number, src,
@@ -79,26 +80,34 @@ class _Seen:
     """Fingerprints of the test ids whose first state ended, to refuse a far repeat.
 
     Each id costs one 64-bit fingerprint (Python's per-process randomized
-    string hash), never the id itself.  The newest wait in a dict
-    (fingerprint -> report line), where a repeat among them is found at
-    once; when the dict holds an eighth of the others (at least 65 536) it
-    is compared with all of them in one C-level pass and appended to a flat
-    array of 8-byte slots.  The passes read the array about nine times in
-    all (a geometric series), in C, where a hash table would take one
-    Python-level probe per id (at a million ids the two cost about the same
-    time; this one never doubles a table): a million ids take 8 MiB in the
-    array and at most ~12 MiB in the dict.  A repeat of an older id is therefore
-    found at the next pass (or at the end of the report), not at once; the
-    report is refused either way.  Two distinct ids with the same
-    fingerprint count as one: at worst a spurious refusal, never a hidden
-    repeat.
+    string hash), never the id itself.  The newest wait in a dict, where a
+    repeat among them is found at once (a block's report lines stay in the
+    sequence they came in, not one int object each); when the dict holds a
+    sixth of the others (at least 65 536) it is compared with all of them in
+    one C-level pass and appended to a flat array of 8-byte slots.  The
+    passes read the array about seven times in all (a geometric series), in
+    C, where a hash table would take one Python-level probe per id (at a
+    million ids the two cost about the same time; this one never doubles a
+    table): a million ids take 8 MiB in the array and at most ~14 MiB in the
+    dict.  Each older fingerprint read is a random probe into the dict, a
+    cache miss at these sizes: with an eighth (nine reads, the line an int
+    object per waiting id) the far-repeat check took about 1.2 s of a
+    million-id report's CPU time and the same memory.  A repeat of an older
+    id is therefore found at the next pass (or at the end of the report),
+    not at once; the report is refused either way.  Two distinct ids with
+    the same fingerprint count as one: at worst a spurious refusal, never a
+    hidden repeat.
     """
 
-    __slots__ = ("_done", "_new", "_refuse")
+    __slots__ = ("_done", "_lines", "_new", "_refuse")
 
     def __init__(self, refuse: Callable[[str | None, int | None], InputError]) -> None:
         self._done = array("q")
+        #: Waiting fingerprint -> its report line (0: none), or None for one of a block:
+        #: a block's lines stay in the sequence they came in (kept, not copied: callers
+        #: never change it), not one int object each.
         self._new: dict[int, int | None] = {}
+        self._lines: list[Sequence[int | None]] = []
         #: ``refuse(test_id or None, line)``: the error for a repeat.
         self._refuse = refuse
 
@@ -108,8 +117,8 @@ class _Seen:
         new = self._new
         if fingerprint in new:
             raise self._refuse(test_id, line)
-        new[fingerprint] = line
-        if len(new) >= _MIN_PASS and len(new) * 8 >= len(self._done):
+        new[fingerprint] = line or 0
+        if len(new) >= _MIN_PASS and len(new) * _SHARE >= len(self._done):
             self.check()
 
     def add_all(self, ids: Sequence[str], lines: Sequence[int | None]) -> None:
@@ -120,13 +129,14 @@ class _Seen:
             at = next(at for at, fingerprint in enumerate(fingerprints) if fingerprint in new)
             raise self._refuse(ids[at], lines[at])
         size = len(new) + len(fingerprints)
-        new.update(zip(fingerprints, lines, strict=True))
+        new.update(zip(fingerprints, repeat(None)))
         if len(new) != size:  # two ids of the block share a fingerprint
             first: dict[int, int] = {}
             for at, fingerprint in enumerate(fingerprints):
                 if first.setdefault(fingerprint, at) != at:
                     raise self._refuse(ids[at], lines[at])
-        if size >= _MIN_PASS and size * 8 >= len(self._done):
+        self._lines.append(lines)
+        if size >= _MIN_PASS and size * _SHARE >= len(self._done):
             self.check()
 
     def check(self) -> None:
@@ -134,12 +144,19 @@ class _Seen:
         new = self._new
         done = self._done
         if not new.keys().isdisjoint(done):
-            line = min(new[fingerprint] or 0 for fingerprint in done if fingerprint in new)
-            raise self._refuse(None, line or None)
+            found = set(filter(new.__contains__, done))
+            blocks = chain.from_iterable(self._lines)
+            hits = []
+            for fingerprint, line in new.items():
+                at = (next(blocks) or 0) if line is None else line
+                if fingerprint in found:
+                    hits.append(at)
+            raise self._refuse(None, min(hits) or None)
         # struct converts each int directly; array.extend parses each through
         # PyArg_Parse (about 600 instructions per fingerprint against ~100).
         done.frombytes(struct.pack(f"{len(new)}q", *new))
         new.clear()
+        self._lines.clear()
 
 
 class Emitter:

@@ -68,6 +68,71 @@ def test_a_repeat_is_refused_and_named_by_a_later_line(min_pass: int, ops: list[
     assert by_line[line] in [by_line[n] for n in range(1, line)]
 
 
+class _Model:
+    """The far-repeat check as plainly as it can be written: every fingerprint in a set."""
+
+    def __init__(self) -> None:
+        self.done: set[int] = set()
+        self.new: dict[int, int] = {}  # waiting fingerprint -> its line (0: none)
+
+    def add(self, test_id: str, line: int | None) -> None:
+        self.add_all([test_id], [line])
+
+    def add_all(self, ids: list[str], lines: list[int | None]) -> None:
+        fingerprints = [hash(i) for i in ids]
+        for at, fingerprint in enumerate(fingerprints):
+            if fingerprint in self.new:
+                raise _refuse(ids[at], lines[at])
+        for at, fingerprint in enumerate(fingerprints):
+            if fingerprint in fingerprints[:at]:
+                raise _refuse(ids[at], lines[at])
+        self.new.update((f, line or 0) for f, line in zip(fingerprints, lines, strict=True))
+        size = len(self.new)
+        if size >= _flags._MIN_PASS and size * _flags._SHARE >= len(self.done):
+            self.check()
+
+    def check(self) -> None:
+        hits = [line for fingerprint, line in self.new.items() if fingerprint in self.done]
+        if hits:
+            raise _refuse(None, min(hits) or None)
+        self.done.update(self.new)
+        self.new.clear()
+
+
+# Ops with a line each (None: no line, as a report-level pseudo-attempt may have).
+LINED = st.lists(
+    st.one_of(
+        st.tuples(IDS, st.none() | st.integers(1, 99)).map(lambda p: [p[0], p[1], False]),
+        st.lists(st.tuples(IDS, st.none() | st.integers(1, 99)), min_size=1, max_size=6),
+    ),
+    max_size=40,
+)
+
+
+def _run(seen: Any, ops: list[Any]) -> int | str | None:
+    """The line ``seen`` refuses at, or "read" when it takes every op."""
+    try:
+        for op in ops:
+            if op[-1] is False:
+                seen.add(op[0], op[1])
+            else:
+                seen.add_all([i for i, _ in op], [line for _, line in op])
+        seen.check()
+    except InputError as exc:
+        return exc.line
+    return "read"
+
+
+@pytest.mark.parametrize("min_pass", [1, 2, 3, 1 << 16])
+@given(ops=LINED)
+def test_the_refusal_names_the_line_the_plain_model_names(min_pass: int, ops: list[Any]) -> None:
+    # The waiting dict keeps a block's lines in the sequence they came in, not per id:
+    # a repeat found at a pass names the same (smallest waiting) line as a plain model.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_flags, "_MIN_PASS", min_pass)
+        assert _run(_flags._Seen(_refuse), ops) == _run(_Model(), ops)
+
+
 def _tap_with_far_repeat(distinct: int) -> tuple[bytes, int]:
     """``distinct`` points (a failure every 50th), then point 1's id again."""
     rows = [b"TAP version 14"]
