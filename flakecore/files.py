@@ -261,6 +261,39 @@ def read_bytes_at(dir_fd: int, name: str, limit: int, *, source: str) -> bytes:
     return b"".join(_chunks(fd, seen.st_size, limit, source))
 
 
+def same_bytes_at(dir_fd: int, name: str, expected: bytes) -> bytes | None:
+    """What :func:`read_bytes_at` reads at ``name`` when that is exactly ``expected``, else None.
+
+    For a reader that knows the bytes a file must hold (base's, for a
+    record the base must hold byte for byte): a regular file of that size,
+    not a link, read with one ``os.read``.  None says only "not those
+    bytes, or not readable so": :func:`read_bytes_at` then says what it is.
+    """
+    try:
+        seen = os.lstat(name, dir_fd=dir_fd)
+    except OSError:
+        return None
+    size = len(expected)
+    if not stat.S_ISREG(seen.st_mode) or seen.st_size != size:
+        return None
+    if seen.st_dev in _kernel_filesystems():
+        return None
+    try:
+        fd = os.open(name, _READ, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        opened = os.fstat(fd)
+        if opened.st_ino != seen.st_ino or opened.st_dev != seen.st_dev:
+            return None
+        data = os.read(fd, size + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data if data == expected else None
+
+
 def _named(exc: OSError, name: str) -> OSError:
     """The same error (same subclass, by errno), naming the target, not our temporary file."""
     return OSError(exc.errno, exc.strerror, name)

@@ -477,7 +477,24 @@ def _lease_sound(
         return False
     # Opened by now and open a while yet, no longer than the window from opened_at (hence
     # from now too).  Subtract, never add: adding a span overflows past 9999.
-    return opened <= now < expiry and expiry - opened <= policy.max_lease
+    return opened <= now < expiry and expiry - opened <= _max_lease(policy)
+
+
+#: ``Policy.max_lease`` by ``max_lease_days``: the span is built once per run, not per lease.
+_MAX_LEASES: dict[int, dt.timedelta] = {}
+
+
+def _max_lease(policy: Policy) -> dt.timedelta:
+    """``policy.max_lease``, kept for each ``max_lease_days`` (a few a run)."""
+    if type(policy) is not Policy:  # a subclass may say otherwise
+        return policy.max_lease
+    days = policy.max_lease_days
+    span = _MAX_LEASES.get(days)
+    if span is None:
+        span = policy.max_lease
+        if len(_MAX_LEASES) < 64:
+            _MAX_LEASES[days] = span
+    return span
 
 
 _PLAIN = re.compile(r"[^\s\"'=\\]+")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import gc
 import os
 from collections.abc import Collection, Sequence
 
@@ -345,14 +346,20 @@ def _run_check(args: argparse.Namespace) -> int:
         ]
     checks: list[RecordCheck] = []
     unreadable: list[InputError] = []
-    for target, explicit in targets:
-        if not explicit and not os.path.exists(target):
-            out.emit(Result(stderr=[f"lease check: {target}: no such directory (no records)"]))
-            continue
-        try:
-            checks += _check_target(target, now, configured, patch_hash, oracle)
-        except InputError as exc:
-            unreadable.append(exc)
+    collecting = gc.isenabled()
+    gc.disable()  # records hold no cycles; the collector would re-walk every one kept so far
+    try:
+        for target, explicit in targets:
+            if not explicit and not os.path.exists(target):
+                out.emit(Result(stderr=[f"lease check: {target}: no such directory (no records)"]))
+                continue
+            try:
+                checks += _check_target(target, now, configured, patch_hash, oracle)
+            except InputError as exc:
+                unreadable.append(exc)
+    finally:
+        if collecting:
+            gc.enable()
     bad = [c for c in checks if not c.valid]
     if unreadable:
         exit_code = EXIT_NOINPUT

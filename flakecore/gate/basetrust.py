@@ -33,7 +33,7 @@ from flakecore.attestation import Kinds, Untrusted, is_envelope, open_statement,
 from flakecore.codes import TrustReason
 from flakecore.digest import is_commit_id
 from flakecore.errors import InputError, MissingInputError, UnusableInputError, UsageError
-from flakecore.files import read_bytes, read_bytes_at
+from flakecore.files import read_bytes, read_bytes_at, same_bytes_at
 from flakecore.gate.worktree import (
     TreeEntry,
     read_object,
@@ -69,13 +69,21 @@ _TOPS: dict[Path, Path] = {}
 _WALKED: dict[tuple[Path, tuple[str, ...]], int | None] = {}
 #: Where each of those records lies in its checkout (``_in_checkout``), by ``(top, path)``.
 _PLACES: dict[tuple[Path, str], str] = {}
+#: What :func:`_held_verdict` needs of each of those that base holds as a file, by
+#: ``(top, base, path)``: its directory's ``_WALKED`` key, its name there, base's bytes,
+#: and the trusted verdict's detail.
+_HELD: dict[tuple[Path, str, str], tuple[tuple[Path, tuple[str, ...]], str, bytes, str]] = {}
 
 
 def _parts(path: str) -> list[str]:
     """``path`` as repository-relative components; :class:`Untrusted` when it leaves the tree."""
     if not isinstance(path, str) or not path or "\0" in path:
         raise Untrusted(TrustReason.OUTSIDE_REPOSITORY, "not a repository path")
-    norm = posixpath.normpath(path)
+    return _normal_parts(posixpath.normpath(path))
+
+
+def _normal_parts(norm: str) -> list[str]:
+    """:func:`_parts` of a path already normalized (``posixpath.normpath``)."""
     parts = norm.split("/")
     if norm.startswith("/") or norm == "." or ".." in parts or ".git" in parts:
         raise Untrusted(
@@ -229,34 +237,32 @@ def base_files(trust: RecordTrust, paths: Sequence[str]) -> Iterator[None]:
     base = trust.base
     wanted: dict[str, list[str]] = {}
     places: dict[tuple[Path, str], str] = {}
+    names: dict[str, str] = {}  # each path's name from the top, normalized
+    cwd = os.getcwd()  # abspath asks for it per path (a tenth of a record's reading)
     for path in paths:
         try:
-            where = _in_checkout(path, top)
+            where = _in_checkout(path, top, cwd)
         except Untrusted:
             continue
         if where is not None:
             places[(top, path)] = where
             name = posixpath.normpath(where)
+            names[path] = name
             wanted.setdefault(posixpath.dirname(name), []).append(name)
     listings: dict[str, TreeEntry | None] = {}
-    for directory, names in wanted.items():
+    for directory, listed_names in wanted.items():
         # A name the listing of its directory lacks has no entry alone either (nor has
         # one below a link or a submodule: git lists nothing below those).  No sizes
         # asked (git would open every blob for them): each blob read gives its own.
         listed = tree_entries(top, base, directory + "/" if directory else None, sizes=False)
-        listings.update((n, listed.get(n)) for n in names)
+        listings.update((n, listed.get(n)) for n in listed_names)
     oids = {e.oid for e in listings.values() if e is not None and e.is_file}
     blobs = read_objects(top, sorted(oids))
     held = {(top, oid): data for oid, data in blobs.items()}
     entries: dict[tuple[Path, str, str], TreeEntry | None] = {}
     for name, entry in listings.items():
-        if entry is None or not entry.is_file:
-            entries[top, base, name] = entry
-        elif (blob := blobs.get(entry.oid)) is not None:
-            size = len(blob)
-            entries[top, base, name] = TreeEntry(
-                mode=entry.mode, type=entry.type, oid=entry.oid, size=size
-            )
+        if entry is None or not entry.is_file or entry.oid in blobs:
+            entries[top, base, name] = entry  # a blob's size: that of its bytes, held beside
         # else: a blob git could not read, left to the one-path reading (which says why)
     _ENTRIES.update(entries)
     _BLOBS.update(held)
@@ -266,9 +272,13 @@ def base_files(trust: RecordTrust, paths: Sequence[str]) -> Iterator[None]:
     walks = [w for w in walks if w not in _WALKED]  # an enclosing block's stay its own
     _WALKED.update(dict.fromkeys(walks))
     _PLACES.update(places)
+    held_records = _held_records(top, base, names, entries, held)
+    _HELD.update(held_records)
     try:
         yield
     finally:
+        for held_key in held_records:
+            _HELD.pop(held_key, None)
         for place in places:
             _PLACES.pop(place, None)
         for entry_key in entries:
@@ -281,6 +291,66 @@ def base_files(trust: RecordTrust, paths: Sequence[str]) -> Iterator[None]:
             fd = _WALKED.pop(walk, None)
             if fd is not None:
                 os.close(fd)
+
+
+def _held_records(
+    top: Path,
+    base: str,
+    names: Mapping[str, str],
+    entries: Mapping[tuple[Path, str, str], TreeEntry | None],
+    blobs: Mapping[tuple[Path, str], bytes],
+) -> dict[tuple[Path, str, str], tuple[tuple[Path, tuple[str, ...]], str, bytes, str]]:
+    """``_HELD``'s part for one :func:`base_files` block: the records base holds as files.
+
+    ``names``: each path's place in the checkout, normalized (what :func:`_parts` splits).
+    """
+    detail = f"byte-identical in base {base[:12]}"
+    held = {}
+    for path, name in names.items():
+        if "\0" in name:
+            continue  # what _parts refuses before it normalizes
+        try:
+            parts = _normal_parts(name)
+        except Untrusted:
+            continue  # the one-path reading refuses it
+        entry = entries.get((top, base, name))
+        if entry is None or not entry.is_file:
+            continue
+        blob = blobs.get((top, entry.oid))
+        if blob is not None and len(blob) <= MAX_DOCUMENT_BYTES:
+            held[top, base, path] = ((top, tuple(parts[:-1])), parts[-1], blob, detail)
+    return held
+
+
+def _held_verdict(
+    path: str,
+    held: tuple[tuple[Path, tuple[str, ...]], str, bytes, str],
+    check: RecordProblems,
+) -> TrustVerdict | None:
+    """A read-ahead record that base holds byte for byte, read as one: the common case only.
+
+    What :func:`read_record_file` gives a plain JSON object that is base's
+    bytes exactly and that ``check`` finds nothing wrong with, without the
+    one-path reading's layers (the walk, base's entry, three verdicts).
+    None for anything else (not those bytes, not read so, not JSON, an
+    envelope, a problem): the one-path reading then says what it is.
+    """
+    directory, name, blob, detail = held
+    fd = _WALKED.get(directory)
+    if fd is None:  # the directory's first record walks to it, the one-path way
+        return None
+    data = same_bytes_at(fd, name, blob)
+    if data is None:
+        return None
+    try:
+        value = loads_strict(data, source=path)
+    except InputError:
+        return None
+    if type(value) is not dict or "payloadType" in value or list(check(value)):
+        return None  # an envelope (is_envelope) is opened the one-path way
+    return TrustVerdict(
+        path=path, reason=TrustReason.BASE_IDENTICAL, detail=detail, data=data, record=value
+    )
 
 
 def trusted_by_base(repo: Path, base_sha: str, path: str) -> TrustVerdict:
@@ -403,13 +473,19 @@ class RecordTrust:
         return ", ".join(ways[:-1]) + " or " + ways[-1] if len(ways) > 1 else ways[0]
 
 
-def _in_checkout(path: str, top: Path) -> str | None:
+def _in_checkout(path: str, top: Path, cwd: str | None = None) -> str | None:
     """``path`` relative to ``top`` as written; None when it lies outside the checkout.
 
     A path that lies outside as written but resolves into the checkout
     reaches it through a symbolic link: :class:`Untrusted` (``SYMLINK``).
+    ``cwd``: the working directory, when the caller asked for it once for
+    many paths (``os.path.abspath`` is this join with it).
     """
-    where = _below(os.path.abspath(path), top)
+    if cwd is None or path.startswith("/"):
+        absolute = os.path.abspath(path)
+    else:
+        absolute = posixpath.normpath(posixpath.join(cwd, path))
+    where = _below(absolute, top)
     if where is not None:
         return where
     if _below(os.path.realpath(path), top) is not None:
@@ -496,6 +572,10 @@ def read_record_file(
     no base vouches for that is not a JSON object, is an :class:`InputError`.
     """
     top = _TOPS.get(trust.checkout) or Path(os.path.realpath(trust.checkout))
+    if trust.base is not None and (held := _HELD.get((top, trust.base, path))) is not None:
+        fast = _held_verdict(path, held, check)
+        if fast is not None:
+            return fast
     try:
         where = _PLACES.get((top, path)) or _in_checkout(path, top)
         if where is not None and trust.base is not None:

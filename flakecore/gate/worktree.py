@@ -15,7 +15,7 @@ import contextlib
 import os
 import re
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -59,25 +59,55 @@ def git(*args: str, cwd: Path) -> str:
 
 
 def _git_bytes(*args: str, cwd: Path, stdin: bytes | None = None) -> bytes:
+    """git's stdout; with ``stdin``, both go through anonymous files (:func:`_spooled`)."""
     env = child_env({"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
+    with contextlib.ExitStack() as files:
+        source = sink = None
+        if stdin is not None:
+            source, sink = files.enter_context(_spooled(stdin)), files.enter_context(_spooled())
+        try:
+            done = subprocess.run(
+                ["git", *args],
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL if source is None else source,
+                stdout=subprocess.PIPE if sink is None else sink,
+                stderr=subprocess.PIPE,
+                check=False,
+            )
+        except FileNotFoundError:
+            raise GitError("git is not installed (or not on PATH)") from None
+        except NotADirectoryError:
+            raise GitError(f"{cwd}: not a directory") from None
+        if done.returncode != 0:
+            message = _one_line(done.stderr.decode("utf-8", "replace"))
+            raise GitError(f"git {args[0]} failed: {message}")
+        return done.stdout if sink is None else os.pread(sink, os.fstat(sink).st_size, 0)
+
+
+@contextlib.contextmanager
+def _spooled(data: bytes = b"") -> Iterator[int]:
+    """An fd on an anonymous file holding ``data``, read from its start; closed after.
+
+    git's input and output for a batch (``cat-file --batch`` of a whole lease
+    directory) pass through these rather than two pipes: no poll loop feeding
+    one and draining the other a few KiB a turn.
+    """
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("flakecore-git", os.MFD_CLOEXEC)
+    else:  # pragma: no cover - platforms without memfd (macOS)
+        import tempfile  # noqa: PLC0415 - only there
+
+        with tempfile.TemporaryFile() as spool:
+            fd = os.dup(spool.fileno())
     try:
-        done = subprocess.run(
-            ["git", *args],
-            cwd=cwd,
-            env=env,
-            input=stdin,
-            stdin=subprocess.DEVNULL if stdin is None else None,
-            capture_output=True,
-            check=False,
-        )
-    except FileNotFoundError:
-        raise GitError("git is not installed (or not on PATH)") from None
-    except NotADirectoryError:
-        raise GitError(f"{cwd}: not a directory") from None
-    if done.returncode != 0:
-        message = _one_line(done.stderr.decode("utf-8", "replace"))
-        raise GitError(f"git {args[0]} failed: {message}")
-    return done.stdout
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+        yield fd
+    finally:
+        os.close(fd)
 
 
 def repo_toplevel(path: Path) -> Path:

@@ -1108,3 +1108,11 @@ def test_a_record_checks_line_is_what_the_encoder_writes(
     )
     for _ in range(2):  # the trust part encoded afresh, then as kept
         assert check.record_text() == compact_text(check.to_json())
+
+
+@given(st.lists(st.integers(min_value=1, max_value=365), min_size=1, max_size=8))
+def test_a_kept_lease_window_is_each_policys_own(days: list[int]) -> None:
+    """``_max_lease`` keeps one span per ``max_lease_days``: each is the property's answer."""
+    for n in days:
+        policy = Policy(max_lease_days=n)
+        assert lease_module._max_lease(policy) == policy.max_lease

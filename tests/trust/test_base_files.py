@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 from gate.support import NOW
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flakecore.gate import basetrust
 from flakecore.gate.basetrust import RecordTrust
@@ -116,3 +118,74 @@ def test_a_directory_walked_once_refuses_as_each_file_alone(tmp_path: Path, shap
     assert bulk == alone
     assert all(c.valid for c in bulk) is (shape == "plain")
     assert not basetrust._WALKED
+
+
+#: Base's bytes of each record file of the hypothesis test: what kinds a directory holds.
+_BASE_KINDS = {
+    "valid": lease_bytes(test_id="t::valid"),
+    "other-name": lease_bytes(test_id="t::elsewhere"),
+    "expired": lease_bytes(test_id="t::expired", expires_at="2020-01-01T00:00:00Z"),
+    "list": b"[1, 2]\n",
+    "not-json": b"{not json\n",
+    "duplicate": b'{"format": "flakecore.lease", "format": "flakecore.lease"}\n',
+    "envelope": b'{"payloadType": "x", "payload": "", "signatures": []}\n',
+}
+#: What the patch leaves at a path base holds: each way the one-path reading refuses.
+_VARIANTS = ("same", "other", "longer", "flipped", "link", "directory", "gone", "fifo")
+
+
+def _patched(top: Path, name: str, variant: str, data: bytes, other: str) -> None:
+    path = top / LEASES / name
+    if path.is_dir() and not path.is_symlink():
+        path.rmdir()
+    elif os.path.lexists(path):
+        path.unlink()  # a file, a link or a FIFO
+    if variant == "same":
+        path.write_bytes(data)
+    elif variant == "other":
+        path.write_bytes(_BASE_KINDS["valid"] if data != _BASE_KINDS["valid"] else b"{}\n")
+    elif variant == "longer":
+        path.write_bytes(data + b" ")
+    elif variant == "flipped":
+        path.write_bytes(data[:1] + bytes([data[1] ^ 1]) + data[2:])
+    elif variant == "link":
+        path.symlink_to(other)
+    elif variant == "directory":
+        path.mkdir()
+    elif variant == "fifo":
+        os.mkfifo(path)
+
+
+@pytest.fixture(scope="module")
+def held_checkout(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RecordTrust]:
+    tmp = tmp_path_factory.mktemp("held")
+    files = {_name(f"t::{kind}"): data for kind, data in _BASE_KINDS.items()}
+    checkout = make_checkout(tmp, files)
+    return checkout.top, RecordTrust(checkout=checkout.top, base=checkout.base)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.sampled_from(_VARIANTS), min_size=len(_BASE_KINDS), max_size=len(_BASE_KINDS)))
+def test_a_record_read_ahead_is_judged_as_alone(
+    held_checkout: tuple[Path, RecordTrust], variants: list[str]
+) -> None:
+    """The read-ahead's one-read check of a base-held record (``_held_verdict``) is the slow one.
+
+    Each file base holds is left as base's bytes or changed by the patch in
+    one of the ways the one-path reading refuses; every verdict (its bytes
+    and record included) is the one ``check_file`` gives the file alone.
+    """
+    top, trust = held_checkout
+    names = [record_file_name(f"t::{kind}") for kind in _BASE_KINDS]
+    for name, variant, data in zip(names, variants, _BASE_KINDS.values(), strict=True):
+        _patched(top, name, variant, data, names[0] if name != names[0] else names[1])
+    directory = top / LEASES
+    alone = _alone(directory, trust)
+    bulk = {c.path: c for c in check_directory(str(directory), trust=trust, now=NOW)}
+    assert [bulk[c.path] for c in alone] == alone
+
+    def held(checks: list[RecordCheck]) -> list[object]:
+        return [(c.trust.data, c.trust.record) if c.trust else None for c in checks]
+
+    assert held([bulk[c.path] for c in alone]) == held(alone)  # bytes and record too
+    assert not basetrust._HELD and not basetrust._WALKED
