@@ -17,8 +17,8 @@ from flakecore._fields import (
     wire_form,
 )
 from flakecore.codes import DecideCode, FailureClass, PolicyName
-from flakecore.decision import Decision
-from flakecore.digest import commit_id_problem, is_commit_id, is_digest
+from flakecore.decision import Decision, trusted_decision
+from flakecore.digest import commit_id_problem, is_commit_id, is_digest, is_lower_hex
 from flakecore.exits import DECIDE_EXIT
 from flakecore.identity import is_runner_id, runner_id_problem, same_runner
 from flakecore.policy import DEFAULT_POLICY, Policy
@@ -59,15 +59,9 @@ def _sound(packet: Mapping[str, object]) -> bool:
     if not (
         is_runner_id(packet.get("local_runner_id"))
         and is_runner_id(packet.get("clean_runner_id"))
-        and is_digest(packet.get("fixture_hash"))
-        and is_digest(packet.get("minimized_input_hash"))
-        and is_commit_id(packet.get("patch_hash"))
+        and _hashes_sound(packet)
     ):
         return False
-    for name in _OPTIONAL_HASHES:  # absent or blank: judged by its own row
-        value = packet.get(name, "")
-        if not isinstance(value, str) or (value.strip() and not is_digest(value)):
-            return False
     for name in ("local_class", "clean_class"):
         value = packet.get(name, FailureClass.PASS.value)
         if not isinstance(value, str) or value not in _CLASSES:
@@ -75,6 +69,52 @@ def _sound(packet: Mapping[str, object]) -> bool:
     for name in _BOOLS:
         value = packet.get(name, True)
         if value is not True and value is not False:
+            return False
+    return True
+
+
+def _hashes_sound(packet: Mapping[str, object]) -> bool:
+    """The two digests and the commit id, and each echo absent, blank or a digest.
+
+    Plain strings of a digest's or a commit id's length are checked as one
+    text (one :func:`is_lower_hex` where each field took its own); anything
+    else field by field.
+    """
+    fixture = packet.get("fixture_hash")
+    minimized = packet.get("minimized_input_hash")
+    patch = packet.get("patch_hash")
+    if not (
+        type(fixture) is str
+        and type(minimized) is str
+        and type(patch) is str
+        and len(fixture) == 64
+        and len(minimized) == 64
+        and (len(patch) == 40 or len(patch) == 64)
+    ):
+        return _hashes_sound_by_field(packet)
+    hexes = [fixture, minimized, patch]
+    for name in _OPTIONAL_HASHES:
+        value = packet.get(name, "")
+        if type(value) is not str:
+            return _hashes_sound_by_field(packet)
+        if value.strip():  # absent or blank: judged by its own row
+            if len(value) != 64:
+                return False
+            hexes.append(value)
+    return is_lower_hex("".join(hexes))
+
+
+def _hashes_sound_by_field(packet: Mapping[str, object]) -> bool:
+    """:func:`_hashes_sound`, one field at a time."""
+    if not (
+        is_digest(packet.get("fixture_hash"))
+        and is_digest(packet.get("minimized_input_hash"))
+        and is_commit_id(packet.get("patch_hash"))
+    ):
+        return False
+    for name in _OPTIONAL_HASHES:  # absent or blank: judged by its own row
+        value = packet.get(name, "")
+        if not isinstance(value, str) or (value.strip() and not is_digest(value)):
             return False
     return True
 
@@ -125,13 +165,13 @@ def decide(
     data = wire_form(packet, "DecidePacket")
 
     def verdict(code: DecideCode, *reasons: str) -> DecideDecision:
-        return Decision(
-            policy=PolicyName.DECIDE,
-            code=code,
-            exit_code=DECIDE_EXIT[code],
-            accepted=code is DecideCode.ELIGIBLE,
-            reasons=reasons,
-            policy_values=policy.values(),
+        return trusted_decision(
+            PolicyName.DECIDE,
+            code,
+            DECIDE_EXIT[code],
+            code is DecideCode.ELIGIBLE,
+            reasons,
+            policy.values(),
         )
 
     if type(data) is not dict and not isinstance(data, Mapping):

@@ -95,8 +95,11 @@ def runner_id_problem(value: object) -> str | None:
 
 
 def is_runner_id(value: object) -> bool:
-    """Whether ``value`` follows the runner id grammar exactly (no case or space variants)."""
-    return runner_id_problem(value) is None
+    """Whether ``value`` follows the runner id grammar exactly (no case or space variants).
+
+    :func:`runner_id_problem` finds nothing exactly then (a match is never blank).
+    """
+    return isinstance(value, str) and _RUNNER.fullmatch(value) is not None
 
 
 def _fold_slow(text: str) -> str:

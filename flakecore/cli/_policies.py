@@ -293,12 +293,30 @@ def _read(
 
 def _text(decision: AnyDecision, source: str) -> str:
     classified = as_classify(decision)
-    if classified is not None:
-        line = classified.summary_line()
-    else:
-        line = f"exit={decision.exit_code} {decision.policy.value}={decision.code.value}"
+    line = classified.summary_line() if classified is not None else _verdict_line(decision)
     reasons = reason_text(decision)
     return f"{source}: {line} -- {reasons}" if source else f"{line} -- {reasons}"
+
+
+def _verdict_line(decision: AnyDecision) -> str:
+    """``exit=N policy=CODE``, kept by the members' identities (an enum's ``value`` runs Python).
+
+    The members are kept with the line, so an id stays theirs (as the record heads are).
+    """
+    policy, code, exit_code = decision.policy, decision.code, decision.exit_code
+    if type(exit_code) is not int:
+        return f"exit={exit_code} {policy.value}={code.value}"
+    key = (id(policy), id(code), exit_code)
+    kept = _LINES.get(key)
+    if kept is None:
+        kept = (policy, code, f"exit={exit_code} {policy.value}={code.value}")
+        if len(_LINES) < 256:
+            _LINES[key] = kept
+    return kept[2]
+
+
+#: :func:`_verdict_line`'s answers, by the members' identities and the exit.
+_LINES: dict[tuple[int, int, int], tuple[PolicyName, Any, str]] = {}
 
 
 def _runner(name: PolicyName) -> Callable[[argparse.Namespace], int]:

@@ -48,7 +48,7 @@ from flakecore.codes import (
     TrustReason,
 )
 from flakecore.decision import Decision, trusted_decision
-from flakecore.digest import is_commit_id, is_digest
+from flakecore.digest import is_commit_id, is_digest, is_lower_hex
 from flakecore.errors import InputError
 from flakecore.gate import _reaper, basetrust, guard, ledger
 from flakecore.gate.config import DEFAULT_FIXTURE_GLOBS
@@ -60,6 +60,7 @@ from flakecore.trust import TrustedKey, TrustVerdict
 
 classify_module = importlib.import_module("flakecore.classify")
 lease_module = importlib.import_module("flakecore.lease")
+policies_cli = importlib.import_module("flakecore.cli._policies")
 
 #: Strings with every kind of character JSON text can spell, lone surrogates included.
 TEXT = st.text(
@@ -275,6 +276,7 @@ def test_one_runner_pattern_is_the_two_step_check(text: str) -> None:
     assert (identity.runner_id_problem(text) is None) == (old and bool(text.strip()))
     if old:
         assert str(identity.RunnerId.parse(text)) == text
+    assert identity.is_runner_id(text) is (identity.runner_id_problem(text) is None)
 
 
 @given(st.dictionaries(st.sampled_from([*DECIDE_FIELDS, "format", "x", "test_ID", ""]), st.none()))
@@ -864,6 +866,51 @@ HEX_TEXT = st.one_of(
 def test_the_hex_checks_are_the_patterns(text: str) -> None:
     assert is_digest(text) is (re.fullmatch(r"[0-9a-f]{64}", text) is not None)
     assert is_commit_id(text) is (re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", text) is not None)
+
+
+HEX_FIELD = st.one_of(HEX_TEXT, st.sampled_from(["", " ", " " * 64, "\t" * 40]), st.none(), PLAIN)
+
+
+@settings(max_examples=2000)
+@given(st.lists(HEX_TEXT, max_size=4))
+def test_joined_hex_texts_pass_as_each_does(texts: list[str]) -> None:
+    even = [str(t) for t in texts if len(t) % 2 == 0]
+    assert is_lower_hex("".join(even)) is all(is_lower_hex(t) for t in even)
+
+
+@settings(max_examples=2000)
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            ["fixture_hash", "minimized_input_hash", "patch_hash", "clean_fixture_hash",
+             "clean_input_hash"]
+        ),
+        HEX_FIELD,
+    )
+)  # fmt: skip
+def test_decides_digests_as_one_text_are_the_per_field_checks(packet: dict[str, object]) -> None:
+    decide_module = importlib.import_module("flakecore.decide")
+    assert decide_module._hashes_sound(packet) is decide_module._hashes_sound_by_field(packet)
+
+
+@settings(max_examples=2000)
+@given(
+    st.dictionaries(st.sampled_from(["parent_digest", "head_digest", "opened_against"]), HEX_FIELD)
+)
+def test_budgets_digests_as_one_text_are_the_per_field_checks(packet: dict[str, object]) -> None:
+    by_field = (
+        is_digest(packet.get("parent_digest"))
+        and is_digest(packet.get("head_digest"))
+        and is_commit_id(packet.get("opened_against", "0" * 40))
+    )
+    assert budget_module._hashes_sound(packet) is by_field
+
+
+@given(_decisions())
+def test_a_kept_verdict_line_is_the_one_formatted_afresh(decision: Decision[Any]) -> None:
+    fresh = f"exit={decision.exit_code} {decision.policy.value}={decision.code.value}"
+    assert policies_cli._verdict_line(decision) == fresh
+    assert policies_cli._verdict_line(decision) == fresh  # the kept one
 
 
 @given(st.one_of(st.integers(-(2**60), 2**60), st.booleans(), st.floats(), TEXT, st.none()))
