@@ -86,6 +86,8 @@ def _from_stages(stages: list[dict[str, Any] | None]) -> Outcome:
 
 
 _Spec = tuple[Outcome, str, str | None, float | None, frozenset[AttemptFlag]]
+_PASS_HEAD = ',"outcome":"pass","native":"passed","attempt":1,"duration_s":'
+_PASS_MID = ',"message":null,"flags":[]'
 _BATCH = 512  # elements between hand-overs of ready records
 
 
@@ -104,6 +106,57 @@ def _plain_seconds(value: object) -> float | None:
     if type(value) is float and 0.0 <= value < _INF:
         return value
     return duration_from_number(value)
+
+
+def _plain_pass(test: Any) -> float | None:
+    """The total duration of a plain pass (text output's lane), or None for any other test.
+
+    A plain pass: a dict with a non-empty string ``nodeid``, ``outcome``
+    ``passed`` and three passed stages without ``crash`` or ``longrepr``,
+    whose durations are finite non-negative floats with a finite sum.
+    :func:`_test_attempts` decides it the same way (one attempt: pass,
+    ``passed``, no message, that total, no flags); every other test takes it.
+    """
+    if test.__class__ is not dict:
+        return None
+    get = test.get
+    nodeid = get("nodeid")
+    setup = get("setup")
+    call = get("call")
+    teardown = get("teardown")
+    if not (
+        get("outcome") == "passed"
+        and nodeid.__class__ is str
+        and nodeid
+        and setup.__class__ is dict
+        and call.__class__ is dict
+        and teardown.__class__ is dict
+        and setup.get("outcome") == "passed"
+        and call.get("outcome") == "passed"
+        and teardown.get("outcome") == "passed"
+        and "crash" not in setup
+        and "longrepr" not in setup
+        and "crash" not in call
+        and "longrepr" not in call
+        and "crash" not in teardown
+        and "longrepr" not in teardown
+    ):
+        return None
+    first = setup.get("duration")
+    second = call.get("duration")
+    third = teardown.get("duration")
+    if (
+        first.__class__ is float
+        and second.__class__ is float
+        and third.__class__ is float
+        and 0.0 <= first < _INF
+        and 0.0 <= second < _INF
+        and 0.0 <= third < _INF
+    ):
+        total: float = 0.0 + first + second + third
+        if total < _INF:
+            return total
+    return None
 
 
 def _test_attempts(test: Any, limits: Limits, lossy: bool) -> tuple[str, list[_Spec]]:
@@ -195,7 +248,11 @@ def iter_lines(
 
 
 class _Tests:
-    """Attempts of ``tests`` items to the emitter; text output batches single attempts."""
+    """Attempts of ``tests`` items to the emitter; text output batches single attempts.
+
+    ``pending`` holds ``(nodeid, line, spec)``: ``spec`` is an attempt, or
+    the total duration (a float) of a plain pass (:func:`_plain_pass`).
+    """
 
     __slots__ = ("emitter", "pending", "prefix", "source", "text")
 
@@ -204,7 +261,7 @@ class _Tests:
         self.source = source
         self.text = text
         self.prefix = file_prefix(source, "pytest-json")
-        self.pending: list[tuple[str, int, _Spec]] = []
+        self.pending: list[tuple[str, int, _Spec | float]] = []
 
     def src(self, line: int, nodeid: str) -> Any:
         if self.text:
@@ -234,30 +291,48 @@ class _Tests:
         ids = [p[0] for p in pending]
         first = emitter.claim(ids)
         if first is None:
-            for nodeid, line, (outcome, native, message, duration, flags) in pending:
+            for nodeid, line, spec in pending:
+                attempt = (
+                    spec if isinstance(spec, tuple) else (_PASS, "passed", None, spec, NO_FLAGS)
+                )
+                outcome, native, message, duration, flags = attempt
                 src = self.src(line, nodeid)
                 emitter.add(
                     nodeid, emitter.element(), line, outcome, native, src, duration, message, flags
                 )
             return
         tail = ',"source":' + self.prefix + ',"line":'
+        passed = _PASS_MID + tail
 
         def lines() -> list[str]:
             out = []
-            for nodeid, line, (outcome, native, message, duration, _flags) in pending:
+            for nodeid, line, spec in pending:
                 key = quote(nodeid)
-                out.append(
-                    f"{HEAD}{key}{OUTCOME_KEY[outcome]}{quote(native)}"
-                    f',"attempt":1,"duration_s":{_duration_text(duration)}'
-                    f',"message":{"null" if message is None else quote(message)},"flags":[]'
-                    f'{tail}{line},"name":{key}}}}}\n'
-                )
+                if type(spec) is tuple:
+                    outcome, native, message, duration, _flags = spec
+                    out.append(
+                        f"{HEAD}{key}{OUTCOME_KEY[outcome]}{quote(native)}"
+                        f',"attempt":1,"duration_s":{_duration_text(duration)}'
+                        f',"message":{"null" if message is None else quote(message)},"flags":[]'
+                        f'{tail}{line},"name":{key}}}}}\n'
+                    )
+                else:
+                    out.append(
+                        f"{HEAD}{key}{_PASS_HEAD}{float.__repr__(spec)}{passed}"
+                        f'{line},"name":{key}}}}}\n'
+                    )
             return out
 
         counts: dict[str, int] = {}
+        plain = 0
         for _nodeid, _line, spec in pending:
-            value = spec[0].value
-            counts[value] = counts.get(value, 0) + 1
+            if type(spec) is tuple:
+                value = spec[0].value
+                counts[value] = counts.get(value, 0) + 1
+            else:
+                plain += 1
+        if plain:
+            counts["pass"] = counts.get("pass", 0) + plain
         emitter.push_block(ids, lines, [item[1] for item in pending], first, counts)
 
 
@@ -306,20 +381,29 @@ def _parse(reader: Reader, limits: Limits, emitter: Emitter, *, text: bool) -> I
             for item, line in doc.items(where):
                 try:
                     if key == "tests":
-                        nodeid, attempts = _test_attempts(item, limits, lossy)
-                        # Without an escape in the test's JSON text the nodeid holds no
-                        # control character: only its length and blankness are left.
-                        if doc.escaped or len(nodeid) > max_id or nodeid.isspace():
-                            check_id(nodeid, max_id, source, line)
-                        first_attempt = attempts[0]
-                        if first_attempt[1] == "rerun":
-                            lossy = True
-                        if text and len(attempts) == 1 and not first_attempt[4]:
-                            waiting.append((nodeid, line, first_attempt))  # tests.add, inline
+                        total = _plain_pass(item) if text else None
+                        if total is not None:  # the general code below, for a plain pass
+                            nodeid = item["nodeid"]
+                            if doc.escaped or len(nodeid) > max_id or nodeid.isspace():
+                                check_id(nodeid, max_id, source, line)
+                            waiting.append((nodeid, line, total))
                             if len(waiting) >= _BATCH:
                                 tests.flush()
                         else:
-                            tests.add(nodeid, line, attempts)
+                            nodeid, attempts = _test_attempts(item, limits, lossy)
+                            # Without an escape in the test's JSON text the nodeid holds no
+                            # control character: only its length and blankness are left.
+                            if doc.escaped or len(nodeid) > max_id or nodeid.isspace():
+                                check_id(nodeid, max_id, source, line)
+                            first_attempt = attempts[0]
+                            if first_attempt[1] == "rerun":
+                                lossy = True
+                            if text and len(attempts) == 1 and not first_attempt[4]:
+                                waiting.append((nodeid, line, first_attempt))  # tests.add, inline
+                                if len(waiting) >= _BATCH:
+                                    tests.flush()
+                            else:
+                                tests.add(nodeid, line, attempts)
                     else:
                         tests.flush()
                         _collector(item, emitter, source, line, limits, tests.src)
