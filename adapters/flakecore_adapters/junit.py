@@ -349,10 +349,42 @@ _INTERIM_OUTCOME = {
 }
 
 
+_FINAL_TAGS = frozenset({"failure", "error", "skipped"})
+
+
+class _Final:
+    """A final result child as :func:`_final` reads junitparser's: tag, type, message, text."""
+
+    __slots__ = ("_tag", "message", "text", "type")
+
+    def __init__(self, tag: str, attrs: dict[str, str], text: str | None) -> None:
+        self._tag = tag
+        self.type = attrs.get("type")
+        self.message = attrs.get("message")
+        self.text = text
+
+
 def _detailed(
     attrs: dict[str, str], results: list[list[Any]], name: str, classname: str, limits: Limits
 ) -> list[tuple[Outcome, str, str | None, float | None, frozenset[AttemptFlag]]]:
-    """Attempts of a testcase with result children, read through junitparser."""
+    """Attempts of a testcase with result children, read through junitparser.
+
+    Final results alone (``failure``, ``error``, ``skipped``: no interim
+    ``flaky*``/``rerun*``) need none of junitparser's modelling and are read
+    directly, with the same attributes (``tests/adapters/test_junit.py``
+    holds both ways to the same attempts).
+    """
+    if all(result[0] in _FINAL_TAGS for result in results):
+        finals = [_Final(tag, rattrs, "".join(parts) or None) for tag, rattrs, parts, _ in results]
+        outcome, native, message, flags = _final(finals, name, classname, limits.max_message_chars)
+        return [(outcome, native, message, duration_from_text(attrs.get("time")), flags)]
+    return _through_junitparser(attrs, results, name, classname, limits)
+
+
+def _through_junitparser(
+    attrs: dict[str, str], results: list[list[Any]], name: str, classname: str, limits: Limits
+) -> list[tuple[Outcome, str, str | None, float | None, frozenset[AttemptFlag]]]:
+    """:func:`_detailed` for any result children: junitparser's ``xunit2.TestCase``."""
     elem = ET.Element("testcase", attrs)
     for tag, rattrs, parts, _size in results:
         sub = ET.SubElement(elem, tag, rattrs)
