@@ -126,8 +126,9 @@ def _handlers(
     lines = plain.lines if plain is not None else []
     max_id = limits.max_id_chars
     durations: dict[str | None, str] = {}
-    # Classnames seen as printable ASCII without '"' and '\\' and without blanks
-    # around them -> (room left for the name, id prefix, the record between line and name).
+    # Classnames without blanks around them the lane saw -> (room left for the name, id
+    # prefix, the record between line and name) when printable ASCII without '"' and
+    # '\\', else _UNKNOWN_CLASS (no room).
     plain_classes: dict[str | None, tuple[int, str, str]] = {}
     line_key = _PASS_MID + file_prefix(source, "junit") + ',"line":'
     tail = "}}\n"  # the end of a record: the innermost suite's name, if any
@@ -230,14 +231,16 @@ def _handlers(
         depth = at - 1
         if at == plain_depth:  # the end of a testcase without status or result children
             plain_depth = 0
-            case = tc.get("name")  # type: ignore[union-attr] # plain_depth: a testcase is open
-            known = plain_classes.get(tc.get("classname"))  # type: ignore[union-attr]
             # The lane below, for a classname it already took: only the name is checked.
+            try:  # subscripts: cheaper than get(); a missing attribute takes the lane below
+                case = tc["name"]  # type: ignore[index] # plain_depth: a testcase is open
+                known = plain_classes[tc["classname"]]  # type: ignore[index]
+            except KeyError:
+                case = ""
+                known = _UNKNOWN_CLASS
             if (
-                known is not None
-                and case is not None
+                len(case) <= known[0]
                 and suite != PYTEST_SUITE
-                and len(case) <= known[0]
                 and case.isascii()
                 and case.isprintable()
                 and '"' not in case
@@ -275,19 +278,20 @@ def _handlers(
             # it is when it needs no escaping, else spliced from the quoted parts
             # (pytest's xunit1 testcases: the node id, quoted whole).
             if case is not None and classname and classname.strip() == classname:
-                if (
-                    classname not in plain_classes
-                    and classname.isascii()
-                    and classname.isprintable()
-                    and '"' not in classname
-                    and "\\" not in classname
-                ):
+                if classname not in plain_classes:
                     if len(plain_classes) > _CACHE:
                         plain_classes.clear()
                     plain_classes[classname] = (
-                        max_id - len(classname) - 2,
-                        classname + "::",
-                        f'{_CLASSNAME_KEY}"{classname}"{_NAME_KEY}"',
+                        (
+                            max_id - len(classname) - 2,
+                            classname + "::",
+                            f'{_CLASSNAME_KEY}"{classname}"{_NAME_KEY}"',
+                        )
+                        if classname.isascii()
+                        and classname.isprintable()
+                        and '"' not in classname
+                        and "\\" not in classname
+                        else _UNKNOWN_CLASS
                     )
                 node = node_id(tc, suite) if suite == PYTEST_SUITE else None
                 test_id = node or f"{classname}::{case}"
@@ -477,7 +481,8 @@ _PASS_HEAD = ',"outcome":"pass","native":"passed","attempt":1,"duration_s":'
 _PASS_MID = ',"message":null,"flags":[],"source":'
 _CLASSNAME_KEY = ',"classname":'
 _NAME_KEY = ',"name":'
-_CACHE = 4096  # durations kept rendered
+_CACHE = 4096  # durations (and classnames) kept rendered
+_UNKNOWN_CLASS = (-1, "", "")  # a classname the plain-pass lane cannot take at once
 
 
 def _timed(time: str | None, line_key: str, durations: dict[str | None, str]) -> str:
