@@ -196,7 +196,9 @@ class JsonStream:
                 buf = self._buf
                 pos = self._pos
             if nxt == ",":
-                self._pos = pos + 1
+                # json.dump's separator is ", ": step over that space here, so value()
+                # finds a value at the cursor without a call to peek().
+                self._pos = pos + 2 if buf[pos + 1 : pos + 2] == " " else pos + 1
             elif nxt == "]":
                 self._pos = pos + 1
                 return
@@ -206,7 +208,9 @@ class JsonStream:
 
     def value(self) -> tuple[Any, int]:
         """Decode the complete JSON value at the cursor; returns it with its line."""
-        self.peek()
+        pos = self._pos
+        if pos >= len(self._buf) or self._buf[pos] in _WS:
+            self.peek()
         while True:
             buf = self._buf
             pos = self._pos
@@ -240,7 +244,11 @@ class JsonStream:
                 # A number at the very end of the buffer may continue in the next chunk.
                 self._fill()
                 continue
-            start_line = self.line_at(pos)
+            if self._cpos <= pos <= self._cnl:  # line_at's common case, without the call
+                self._cpos = pos
+                start_line = self._lines + self._cline + 1
+            else:
+                start_line = self.line_at(pos)
             self._pos = end
             bslash = self._bslash
             if bslash < pos:  # one search per backslash (and per chunk), not per value

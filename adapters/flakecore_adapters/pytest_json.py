@@ -250,18 +250,22 @@ def iter_lines(
 class _Tests:
     """Attempts of ``tests`` items to the emitter; text output batches single attempts.
 
-    ``pending`` holds ``(nodeid, line, spec)``: ``spec`` is an attempt, or
-    the total duration (a float) of a plain pass (:func:`_plain_pass`).
+    The batch is three lists: ``ids``, ``lines`` and ``specs`` (an attempt, or
+    the total duration, a float, of a plain pass: :func:`_plain_pass`);
+    ``counts`` counts the attempts among ``specs`` by outcome.
     """
 
-    __slots__ = ("emitter", "pending", "prefix", "source", "text")
+    __slots__ = ("counts", "emitter", "ids", "lines", "prefix", "source", "specs", "text")
 
     def __init__(self, emitter: Emitter, source: str, *, text: bool) -> None:
         self.emitter = emitter
         self.source = source
         self.text = text
         self.prefix = file_prefix(source, "pytest-json")
-        self.pending: list[tuple[str, int, _Spec | float]] = []
+        self.ids: list[str] = []
+        self.lines: list[int] = []
+        self.specs: list[_Spec | float] = []
+        self.counts: dict[str, int] = {}
 
     def src(self, line: int, nodeid: str) -> Any:
         if self.text:
@@ -270,8 +274,12 @@ class _Tests:
 
     def add(self, nodeid: str, line: int, attempts: list[_Spec]) -> None:
         if self.text and len(attempts) == 1 and not attempts[0][4]:
-            self.pending.append((nodeid, line, attempts[0]))
-            if len(self.pending) >= _BATCH:
+            self.ids.append(nodeid)
+            self.lines.append(line)
+            self.specs.append(attempts[0])
+            value = attempts[0][0].value
+            self.counts[value] = self.counts.get(value, 0) + 1
+            if len(self.ids) >= _BATCH:
                 self.flush()
             return
         self.flush()
@@ -283,15 +291,21 @@ class _Tests:
 
     def flush(self) -> None:
         """Hand the batched single attempts on: as one block, or one by one."""
-        if not self.pending:
+        if not self.ids:
             return
-        pending = self.pending[:]
-        self.pending.clear()  # in place: the parse loop holds the list
+        ids = self.ids[:]
+        lines_at = self.lines[:]
+        specs = self.specs[:]
+        counts = self.counts
+        # In place: the parse loop holds the lists.
+        self.ids.clear()
+        self.lines.clear()
+        self.specs.clear()
+        self.counts = {}
         emitter = self.emitter
-        ids = [p[0] for p in pending]
         first = emitter.claim(ids)
         if first is None:
-            for nodeid, line, spec in pending:
+            for nodeid, line, spec in zip(ids, lines_at, specs, strict=True):
                 attempt = (
                     spec if isinstance(spec, tuple) else (_PASS, "passed", None, spec, NO_FLAGS)
                 )
@@ -304,9 +318,9 @@ class _Tests:
         tail = ',"source":' + self.prefix + ',"line":'
         passed = _PASS_MID + tail
 
-        def lines() -> list[str]:
+        def records() -> list[str]:
             out = []
-            for nodeid, line, spec in pending:
+            for nodeid, line, spec in zip(ids, lines_at, specs, strict=True):
                 key = quote(nodeid)
                 if type(spec) is tuple:
                     outcome, native, message, duration, _flags = spec
@@ -323,17 +337,10 @@ class _Tests:
                     )
             return out
 
-        counts: dict[str, int] = {}
-        plain = 0
-        for _nodeid, _line, spec in pending:
-            if type(spec) is tuple:
-                value = spec[0].value
-                counts[value] = counts.get(value, 0) + 1
-            else:
-                plain += 1
+        plain = len(ids) - sum(counts.values())
         if plain:
             counts["pass"] = counts.get("pass", 0) + plain
-        emitter.push_block(ids, lines, [item[1] for item in pending], first, counts)
+        emitter.push_block(ids, records, lines_at, first, counts)
 
 
 def _parse(reader: Reader, limits: Limits, emitter: Emitter, *, text: bool) -> Iterator[None]:
@@ -341,7 +348,7 @@ def _parse(reader: Reader, limits: Limits, emitter: Emitter, *, text: bool) -> I
     source = reader.source
     doc = JsonStream(reader, limits)
     tests = _Tests(emitter, source, text=text)
-    waiting = tests.pending
+    batch_ids, batch_lines, batch_specs = tests.ids, tests.lines, tests.specs
     if doc.peek() == "":
         raise InputError("empty report", source=source)
     if doc.peek() != "{":
@@ -386,9 +393,10 @@ def _parse(reader: Reader, limits: Limits, emitter: Emitter, *, text: bool) -> I
                             nodeid = item["nodeid"]
                             if doc.escaped or len(nodeid) > max_id or nodeid.isspace():
                                 check_id(nodeid, max_id, source, line)
-                            waiting.append((nodeid, line, total))
-                            if len(waiting) >= _BATCH:
-                                tests.flush()
+                            # No length check: the flush every _BATCH tests below bounds it.
+                            batch_ids.append(nodeid)
+                            batch_lines.append(line)
+                            batch_specs.append(total)
                         else:
                             nodeid, attempts = _test_attempts(item, limits, lossy)
                             # Without an escape in the test's JSON text the nodeid holds no
@@ -398,12 +406,7 @@ def _parse(reader: Reader, limits: Limits, emitter: Emitter, *, text: bool) -> I
                             first_attempt = attempts[0]
                             if first_attempt[1] == "rerun":
                                 lossy = True
-                            if text and len(attempts) == 1 and not first_attempt[4]:
-                                waiting.append((nodeid, line, first_attempt))  # tests.add, inline
-                                if len(waiting) >= _BATCH:
-                                    tests.flush()
-                            else:
-                                tests.add(nodeid, line, attempts)
+                            tests.add(nodeid, line, attempts)
                     else:
                         tests.flush()
                         _collector(item, emitter, source, line, limits, tests.src)
