@@ -22,7 +22,7 @@ from junitparser import xunit2
 
 from flakecore.codes import AttemptFlag, Outcome
 from flakecore.errors import InputError, LimitError
-from flakecore.evidence import Attempt, trusted_source
+from flakecore.evidence import Attempt, duration_or_none, trusted_source
 from flakecore_adapters._common import (
     NO_FLAGS,
     PSEUDO_HOOK,
@@ -487,7 +487,7 @@ _UNKNOWN_CLASS = (-1, "", "")  # a classname the plain-pass lane cannot take at 
 
 def _timed(time: str | None, line_key: str, durations: dict[str | None, str]) -> str:
     """A plain pass's record from its duration to its line, kept in ``durations``."""
-    seconds = duration_from_text(time)
+    seconds = duration_or_none(duration_from_text(time))  # as render() keeps it
     value = "null" if seconds is None else float.__repr__(seconds)
     timed = _PASS_HEAD + value + line_key
     if len(durations) > _CACHE:

@@ -92,12 +92,15 @@ _BATCH = 512  # elements between hand-overs of ready records
 
 
 _INF = math.inf
+#: Far inside the range ``duration_or_none`` keeps (0 to 2**53 - 1 seconds): below it a
+#: float duration needs no call.
+_SHORT = 1e9
 
 
 def _duration_text(value: float | None) -> str:
-    if type(value) is float and value < _INF:
+    if type(value) is float and 0.0 <= value < _SHORT:
         return float.__repr__(value)
-    value = duration_or_none(value)  # a sum of finite durations may still overflow
+    value = duration_or_none(value)  # a sum of durations may overflow or leave the range
     return "null" if value is None else float.__repr__(value)
 
 
@@ -113,7 +116,8 @@ def _plain_pass(test: Any) -> float | None:
 
     A plain pass: a dict with a non-empty string ``nodeid``, ``outcome``
     ``passed`` and three passed stages without ``crash`` or ``longrepr``,
-    whose durations are finite non-negative floats with a finite sum.
+    whose durations are finite non-negative floats with a sum a record keeps
+    (``duration_or_none``).
     :func:`_test_attempts` decides it the same way (one attempt: pass,
     ``passed``, no message, that total, no flags); every other test takes it.
     """
@@ -154,7 +158,7 @@ def _plain_pass(test: Any) -> float | None:
         and 0.0 <= third < _INF
     ):
         total: float = 0.0 + first + second + third
-        if total < _INF:
+        if total < _SHORT or duration_or_none(total) == total:
             return total
     return None
 

@@ -239,6 +239,8 @@ def test_json_fast_lane_matches() -> None:
         _test("i", "rerun", call=_stage("failed")),
         _test("j"),
         _test('\u00e9"\\'),
+        _test("k", setup=_stage(duration=9007199254740992.0)),  # past what a record keeps
+        _test("l", setup=_stage(duration=4e15), call=_stage(duration=5e15)),
     ]
     for window in WINDOWS:
         data = json.dumps({"summary": {}, "tests": tests}).encode()
@@ -274,7 +276,7 @@ def _junit_docs(draw: st.DrawFn) -> bytes:
         )
         attrs = f' name="{name}"' if draw(st.integers(0, 20)) else ""
         attrs += "" if cls is None else f' classname="{cls}"'
-        time = draw(st.sampled_from([None, "0.1", "1", "x", "-1", "0.25"]))
+        time = draw(st.sampled_from([None, "0.1", "1", "x", "-1", "0.25", "9007199254740993"]))
         attrs += "" if time is None else f' time="{time}"'
         status = draw(st.sampled_from([None, None, None, "run", "skipped", "weird"]))
         attrs += "" if status is None else f' status="{status}"'
