@@ -104,22 +104,15 @@ def _duration_text(value: float | None) -> str:
     return "null" if value is None else float.__repr__(value)
 
 
-def _plain_seconds(value: object) -> float | None:
-    """:func:`duration_from_number` for one stage, with the common case first."""
-    if type(value) is float and 0.0 <= value < _INF:
-        return value
-    return duration_from_number(value)
-
-
 def _plain_pass(test: Any) -> float | None:
-    """The total duration of a plain pass (text output's lane), or None for any other test.
+    """The total duration of a plain pass, or None for any other test.
 
     A plain pass: a dict with a non-empty string ``nodeid``, ``outcome``
     ``passed`` and three passed stages without ``crash`` or ``longrepr``,
     whose durations are finite non-negative floats with a sum a record keeps
-    (``duration_or_none``).
-    :func:`_test_attempts` decides it the same way (one attempt: pass,
-    ``passed``, no message, that total, no flags); every other test takes it.
+    (``duration_or_none``): one attempt, pass, ``passed``, no message, that
+    total, no flags, as the general stage walk of :func:`_test_attempts`
+    decides it (the text lane and that function's shortcut).
     """
     if test.__class__ is not dict:
         return None
@@ -173,35 +166,12 @@ def _test_attempts(test: Any, limits: Limits, lossy: bool) -> tuple[str, list[_S
         raise InputError('a test lacks a non-empty string "nodeid"')
     if not isinstance(outcome_word, str):
         raise InputError(f'test {nodeid[:200]!r} lacks a string "outcome"')
+    total = _plain_pass(test)
+    if total is not None:  # the common case, decided as the general code below decides it
+        return nodeid, [(_PASS, outcome_word, None, total, NO_FLAGS)]
     setup = get("setup")
     call = get("call")
     teardown = get("teardown")
-    if (
-        outcome_word == "passed"
-        and setup.__class__ is dict
-        and call.__class__ is dict
-        and teardown.__class__ is dict
-        and setup.get("outcome") == "passed"
-        and call.get("outcome") == "passed"
-        and teardown.get("outcome") == "passed"
-        and "crash" not in setup
-        and "longrepr" not in setup
-        and "crash" not in call
-        and "longrepr" not in call
-        and "crash" not in teardown
-        and "longrepr" not in teardown
-    ):
-        # The common case, decided as the general code below decides it:
-        # three passed stages, no message, a pass.
-        first = _plain_seconds(setup.get("duration"))
-        second = _plain_seconds(call.get("duration"))
-        third = _plain_seconds(teardown.get("duration"))
-        total = (
-            None
-            if first is None or second is None or third is None
-            else 0.0 + first + second + third
-        )
-        return nodeid, [(_PASS, outcome_word, None, total, NO_FLAGS)]
     stages = [setup, call, teardown]
     duration: float | None = 0.0
     message = None
