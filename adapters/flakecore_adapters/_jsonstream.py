@@ -61,6 +61,7 @@ class JsonStream:
         "_bslash",
         "_buf",
         "_cline",
+        "_cnl",
         "_cpos",
         "_decoder",
         "_eof",
@@ -83,6 +84,10 @@ class JsonStream:
         self._lines = 0  # newlines in text already dropped from the buffer
         self._cpos = 0  # line cache: newlines in _buf[:_cpos] are _cline
         self._cline = 0
+        # The first newline in _buf at or after _cpos (len: none); -1 unknown.  A
+        # report written on one line then costs one search per chunk, not a count
+        # over every value.
+        self._cnl = -1
         #: Whether the text of the last value decoded holds a backslash.  Without
         #: one its strings hold no control character and no lone surrogate: the
         #: strict scanner refuses raw control characters, so only an escape
@@ -94,7 +99,11 @@ class JsonStream:
     def line_at(self, pos: int) -> int:
         """1-based line of buffer position ``pos`` (incremental: cheap going forward)."""
         if pos >= self._cpos:
-            self._cline += self._buf.count("\n", self._cpos, pos)
+            if pos > self._cnl:  # a newline in _buf[_cpos:pos] (or not known)
+                buf = self._buf
+                self._cline += buf.count("\n", self._cpos, pos)
+                found = buf.find("\n", pos)
+                self._cnl = len(buf) if found < 0 else found
             self._cpos = pos
             return self._lines + self._cline + 1
         return self._lines + self._buf.count("\n", 0, pos) + 1
@@ -144,6 +153,7 @@ class JsonStream:
         else:
             self._buf += text
         self._bslash = -1
+        self._cnl = -1
         if not data:
             self._eof = True
         return bool(data) or bool(text)
@@ -186,7 +196,9 @@ class JsonStream:
                 buf = self._buf
                 pos = self._pos
             if nxt == ",":
-                self._pos = pos + 1
+                # json.dump's separator is ", ": step over that space here, so value()
+                # finds a value at the cursor without a call to peek().
+                self._pos = pos + 2 if buf[pos + 1 : pos + 2] == " " else pos + 1
             elif nxt == "]":
                 self._pos = pos + 1
                 return
@@ -196,7 +208,9 @@ class JsonStream:
 
     def value(self) -> tuple[Any, int]:
         """Decode the complete JSON value at the cursor; returns it with its line."""
-        self.peek()
+        pos = self._pos
+        if pos >= len(self._buf) or self._buf[pos] in _WS:
+            self.peek()
         while True:
             buf = self._buf
             pos = self._pos
@@ -230,7 +244,11 @@ class JsonStream:
                 # A number at the very end of the buffer may continue in the next chunk.
                 self._fill()
                 continue
-            start_line = self.line_at(pos)
+            if self._cpos <= pos <= self._cnl:  # line_at's common case, without the call
+                self._cpos = pos
+                start_line = self._lines + self._cline + 1
+            else:
+                start_line = self.line_at(pos)
             self._pos = end
             bslash = self._bslash
             if bslash < pos:  # one search per backslash (and per chunk), not per value

@@ -22,7 +22,7 @@ from junitparser import xunit2
 
 from flakecore.codes import AttemptFlag, Outcome
 from flakecore.errors import InputError, LimitError
-from flakecore.evidence import Attempt, trusted_source
+from flakecore.evidence import Attempt, duration_or_none, trusted_source
 from flakecore_adapters._common import (
     NO_FLAGS,
     PSEUDO_HOOK,
@@ -126,6 +126,10 @@ def _handlers(
     lines = plain.lines if plain is not None else []
     max_id = limits.max_id_chars
     durations: dict[str | None, str] = {}
+    # Classnames without blanks around them the lane saw -> (room left for the name, id
+    # prefix, the record between line and name) when printable ASCII without '"' and
+    # '\\', else _UNKNOWN_CLASS (no room).
+    plain_classes: dict[str | None, tuple[int, str, str]] = {}
     line_key = _PASS_MID + file_prefix(source, "junit") + ',"line":'
     tail = "}}\n"  # the end of a record: the innermost suite's name, if any
     keep = limits.max_message_chars * 4
@@ -137,6 +141,7 @@ def _handlers(
     tc: dict[str, str] | None = None
     tc_depth = 0
     tc_line = 0
+    plain_depth = 0  # tc_depth while the open testcase may be a plain pass (text output), else 0
     results: list[list[Any]] | None = None
     cur: list[Any] | None = None
     cur_depth = 0
@@ -152,7 +157,8 @@ def _handlers(
         )
 
     def open_result(name: str, attrs: dict[str, str], at: int) -> None:
-        nonlocal results, cur, cur_depth
+        nonlocal results, cur, cur_depth, plain_depth
+        plain_depth = 0
         cur = [name, attrs, [], 0]
         if results is None:
             results = [cur]
@@ -162,7 +168,7 @@ def _handlers(
         parser.CharacterDataHandler = text
 
     def start(name: str, attrs: dict[str, str]) -> None:
-        nonlocal depth, suite, tc, tc_depth, tc_line, results, virtual, tail
+        nonlocal depth, suite, tc, tc_depth, tc_line, results, virtual, tail, plain_depth
         depth += 1
         if depth > max_depth:
             raise LimitError(
@@ -185,6 +191,7 @@ def _handlers(
                 tc_depth = depth
                 tc_line = parser.CurrentLineNumber
                 results = None
+                plain_depth = depth if rendering and "status" not in attrs else 0
                 return
             parent = outer[-1] if outer else ""
             outer.append(name)
@@ -219,9 +226,36 @@ def _handlers(
             raise fail(f"<{name[:40]}> nested below a testcase's child is refused")
 
     def end(name: str) -> None:
-        nonlocal depth, suite, tc, cur, cur_depth, virtual, tail
+        nonlocal depth, suite, tc, cur, cur_depth, virtual, tail, plain_depth
         at = depth
         depth = at - 1
+        if at == plain_depth:  # the end of a testcase without status or result children
+            plain_depth = 0
+            # The lane below, for a classname it already took: only the name is checked.
+            try:  # subscripts: cheaper than get(); a missing attribute takes the lane below
+                case = tc["name"]  # type: ignore[index] # plain_depth: a testcase is open
+                known = plain_classes[tc["classname"]]  # type: ignore[index]
+            except KeyError:
+                case = ""
+                known = _UNKNOWN_CLASS
+            if (
+                len(case) <= known[0]
+                and suite != PYTEST_SUITE
+                and case.isascii()
+                and case.isprintable()
+                and '"' not in case
+                and "\\" not in case
+            ):
+                test_id = known[1] + case
+                time = tc.get("time")  # type: ignore[union-attr]
+                timed = durations.get(time)
+                if timed is None:
+                    timed = _timed(time, line_key, durations)
+                records.append(f'{HEAD}"{test_id}"{timed}{tc_line}{known[2]}{case}"{tail}')
+                ids.append(test_id)
+                lines.append(tc_line)
+                tc = None
+                return
         if tc is None:
             if outer.pop() == "testsuite":
                 suites.pop()
@@ -244,6 +278,21 @@ def _handlers(
             # it is when it needs no escaping, else spliced from the quoted parts
             # (pytest's xunit1 testcases: the node id, quoted whole).
             if case is not None and classname and classname.strip() == classname:
+                if classname not in plain_classes:
+                    if len(plain_classes) > _CACHE:
+                        plain_classes.clear()
+                    plain_classes[classname] = (
+                        (
+                            max_id - len(classname) - 2,
+                            classname + "::",
+                            f'{_CLASSNAME_KEY}"{classname}"{_NAME_KEY}"',
+                        )
+                        if classname.isascii()
+                        and classname.isprintable()
+                        and '"' not in classname
+                        and "\\" not in classname
+                        else _UNKNOWN_CLASS
+                    )
                 node = node_id(tc, suite) if suite == PYTEST_SUITE else None
                 test_id = node or f"{classname}::{case}"
                 # Printable ASCII: no control character, nothing to check.
@@ -251,12 +300,7 @@ def _handlers(
                     time = tc.get("time")
                     timed = durations.get(time)
                     if timed is None:
-                        seconds = duration_from_text(time)
-                        value = "null" if seconds is None else float.__repr__(seconds)
-                        timed = _PASS_HEAD + value + line_key
-                        if len(durations) > _CACHE:
-                            durations.clear()
-                        durations[time] = timed
+                        timed = _timed(time, line_key, durations)
                     if '"' not in test_id and "\\" not in test_id:
                         # Printable ASCII without '"' and '\\' is its own JSON text.
                         records.append(
@@ -349,10 +393,42 @@ _INTERIM_OUTCOME = {
 }
 
 
+_FINAL_TAGS = frozenset({"failure", "error", "skipped"})
+
+
+class _Final:
+    """A final result child as :func:`_final` reads junitparser's: tag, type, message, text."""
+
+    __slots__ = ("_tag", "message", "text", "type")
+
+    def __init__(self, tag: str, attrs: dict[str, str], text: str | None) -> None:
+        self._tag = tag
+        self.type = attrs.get("type")
+        self.message = attrs.get("message")
+        self.text = text
+
+
 def _detailed(
     attrs: dict[str, str], results: list[list[Any]], name: str, classname: str, limits: Limits
 ) -> list[tuple[Outcome, str, str | None, float | None, frozenset[AttemptFlag]]]:
-    """Attempts of a testcase with result children, read through junitparser."""
+    """Attempts of a testcase with result children, read through junitparser.
+
+    Final results alone (``failure``, ``error``, ``skipped``: no interim
+    ``flaky*``/``rerun*``) need none of junitparser's modelling and are read
+    directly, with the same attributes (``tests/adapters/test_junit.py``
+    holds both ways to the same attempts).
+    """
+    if all(result[0] in _FINAL_TAGS for result in results):
+        finals = [_Final(tag, rattrs, "".join(parts) or None) for tag, rattrs, parts, _ in results]
+        outcome, native, message, flags = _final(finals, name, classname, limits.max_message_chars)
+        return [(outcome, native, message, duration_from_text(attrs.get("time")), flags)]
+    return _through_junitparser(attrs, results, name, classname, limits)
+
+
+def _through_junitparser(
+    attrs: dict[str, str], results: list[list[Any]], name: str, classname: str, limits: Limits
+) -> list[tuple[Outcome, str, str | None, float | None, frozenset[AttemptFlag]]]:
+    """:func:`_detailed` for any result children: junitparser's ``xunit2.TestCase``."""
     elem = ET.Element("testcase", attrs)
     for tag, rattrs, parts, _size in results:
         sub = ET.SubElement(elem, tag, rattrs)
@@ -405,7 +481,19 @@ _PASS_HEAD = ',"outcome":"pass","native":"passed","attempt":1,"duration_s":'
 _PASS_MID = ',"message":null,"flags":[],"source":'
 _CLASSNAME_KEY = ',"classname":'
 _NAME_KEY = ',"name":'
-_CACHE = 4096  # durations kept rendered
+_CACHE = 4096  # durations (and classnames) kept rendered
+_UNKNOWN_CLASS = (-1, "", "")  # a classname the plain-pass lane cannot take at once
+
+
+def _timed(time: str | None, line_key: str, durations: dict[str | None, str]) -> str:
+    """A plain pass's record from its duration to its line, kept in ``durations``."""
+    seconds = duration_or_none(duration_from_text(time))  # as render() keeps it
+    value = "null" if seconds is None else float.__repr__(seconds)
+    timed = _PASS_HEAD + value + line_key
+    if len(durations) > _CACHE:
+        durations.clear()
+    durations[time] = timed
+    return timed
 
 
 def _suite_tail(suite: str | None) -> str:

@@ -86,41 +86,45 @@ def _from_stages(stages: list[dict[str, Any] | None]) -> Outcome:
 
 
 _Spec = tuple[Outcome, str, str | None, float | None, frozenset[AttemptFlag]]
+_PASS_HEAD = ',"outcome":"pass","native":"passed","attempt":1,"duration_s":'
+_PASS_MID = ',"message":null,"flags":[]'
 _BATCH = 512  # elements between hand-overs of ready records
 
 
 _INF = math.inf
+#: Far inside the range ``duration_or_none`` keeps (0 to 2**53 - 1 seconds): below it a
+#: float duration needs no call.
+_SHORT = 1e9
 
 
 def _duration_text(value: float | None) -> str:
-    if type(value) is float and value < _INF:
+    if type(value) is float and 0.0 <= value < _SHORT:
         return float.__repr__(value)
-    value = duration_or_none(value)  # a sum of finite durations may still overflow
+    value = duration_or_none(value)  # a sum of durations may overflow or leave the range
     return "null" if value is None else float.__repr__(value)
 
 
-def _plain_seconds(value: object) -> float | None:
-    """:func:`duration_from_number` for one stage, with the common case first."""
-    if type(value) is float and 0.0 <= value < _INF:
-        return value
-    return duration_from_number(value)
+def _plain_pass(test: Any) -> float | None:
+    """The total duration of a plain pass, or None for any other test.
 
-
-def _test_attempts(test: Any, limits: Limits, lossy: bool) -> tuple[str, list[_Spec]]:
-    if not isinstance(test, dict):
-        raise InputError('an item of "tests" is not an object')
+    A plain pass: a dict with a non-empty string ``nodeid``, ``outcome``
+    ``passed`` and three passed stages without ``crash`` or ``longrepr``,
+    whose durations are finite non-negative floats with a sum a record keeps
+    (``duration_or_none``): one attempt, pass, ``passed``, no message, that
+    total, no flags, as the general stage walk of :func:`_test_attempts`
+    decides it (the text lane and that function's shortcut).
+    """
+    if test.__class__ is not dict:
+        return None
     get = test.get
     nodeid = get("nodeid")
-    outcome_word = get("outcome")
-    if not isinstance(nodeid, str) or not nodeid:
-        raise InputError('a test lacks a non-empty string "nodeid"')
-    if not isinstance(outcome_word, str):
-        raise InputError(f'test {nodeid[:200]!r} lacks a string "outcome"')
     setup = get("setup")
     call = get("call")
     teardown = get("teardown")
-    if (
-        outcome_word == "passed"
+    if not (
+        get("outcome") == "passed"
+        and nodeid.__class__ is str
+        and nodeid
         and setup.__class__ is dict
         and call.__class__ is dict
         and teardown.__class__ is dict
@@ -134,17 +138,40 @@ def _test_attempts(test: Any, limits: Limits, lossy: bool) -> tuple[str, list[_S
         and "crash" not in teardown
         and "longrepr" not in teardown
     ):
-        # The common case, decided as the general code below decides it:
-        # three passed stages, no message, a pass.
-        first = _plain_seconds(setup.get("duration"))
-        second = _plain_seconds(call.get("duration"))
-        third = _plain_seconds(teardown.get("duration"))
-        total = (
-            None
-            if first is None or second is None or third is None
-            else 0.0 + first + second + third
-        )
+        return None
+    first = setup.get("duration")
+    second = call.get("duration")
+    third = teardown.get("duration")
+    if (
+        first.__class__ is float
+        and second.__class__ is float
+        and third.__class__ is float
+        and 0.0 <= first < _INF
+        and 0.0 <= second < _INF
+        and 0.0 <= third < _INF
+    ):
+        total: float = 0.0 + first + second + third
+        if total < _SHORT or duration_or_none(total) == total:
+            return total
+    return None
+
+
+def _test_attempts(test: Any, limits: Limits, lossy: bool) -> tuple[str, list[_Spec]]:
+    if not isinstance(test, dict):
+        raise InputError('an item of "tests" is not an object')
+    get = test.get
+    nodeid = get("nodeid")
+    outcome_word = get("outcome")
+    if not isinstance(nodeid, str) or not nodeid:
+        raise InputError('a test lacks a non-empty string "nodeid"')
+    if not isinstance(outcome_word, str):
+        raise InputError(f'test {nodeid[:200]!r} lacks a string "outcome"')
+    total = _plain_pass(test)
+    if total is not None:  # the common case, decided as the general code below decides it
         return nodeid, [(_PASS, outcome_word, None, total, NO_FLAGS)]
+    setup = get("setup")
+    call = get("call")
+    teardown = get("teardown")
     stages = [setup, call, teardown]
     duration: float | None = 0.0
     message = None
@@ -195,16 +222,24 @@ def iter_lines(
 
 
 class _Tests:
-    """Attempts of ``tests`` items to the emitter; text output batches single attempts."""
+    """Attempts of ``tests`` items to the emitter; text output batches single attempts.
 
-    __slots__ = ("emitter", "pending", "prefix", "source", "text")
+    The batch is three lists: ``ids``, ``lines`` and ``specs`` (an attempt, or
+    the total duration, a float, of a plain pass: :func:`_plain_pass`);
+    ``counts`` counts the attempts among ``specs`` by outcome.
+    """
+
+    __slots__ = ("counts", "emitter", "ids", "lines", "prefix", "source", "specs", "text")
 
     def __init__(self, emitter: Emitter, source: str, *, text: bool) -> None:
         self.emitter = emitter
         self.source = source
         self.text = text
         self.prefix = file_prefix(source, "pytest-json")
-        self.pending: list[tuple[str, int, _Spec]] = []
+        self.ids: list[str] = []
+        self.lines: list[int] = []
+        self.specs: list[_Spec | float] = []
+        self.counts: dict[str, int] = {}
 
     def src(self, line: int, nodeid: str) -> Any:
         if self.text:
@@ -213,8 +248,12 @@ class _Tests:
 
     def add(self, nodeid: str, line: int, attempts: list[_Spec]) -> None:
         if self.text and len(attempts) == 1 and not attempts[0][4]:
-            self.pending.append((nodeid, line, attempts[0]))
-            if len(self.pending) >= _BATCH:
+            self.ids.append(nodeid)
+            self.lines.append(line)
+            self.specs.append(attempts[0])
+            value = attempts[0][0].value
+            self.counts[value] = self.counts.get(value, 0) + 1
+            if len(self.ids) >= _BATCH:
                 self.flush()
             return
         self.flush()
@@ -226,39 +265,56 @@ class _Tests:
 
     def flush(self) -> None:
         """Hand the batched single attempts on: as one block, or one by one."""
-        if not self.pending:
+        if not self.ids:
             return
-        pending = self.pending[:]
-        self.pending.clear()  # in place: the parse loop holds the list
+        ids = self.ids[:]
+        lines_at = self.lines[:]
+        specs = self.specs[:]
+        counts = self.counts
+        # In place: the parse loop holds the lists.
+        self.ids.clear()
+        self.lines.clear()
+        self.specs.clear()
+        self.counts = {}
         emitter = self.emitter
-        ids = [p[0] for p in pending]
         first = emitter.claim(ids)
         if first is None:
-            for nodeid, line, (outcome, native, message, duration, flags) in pending:
+            for nodeid, line, spec in zip(ids, lines_at, specs, strict=True):
+                attempt = (
+                    spec if isinstance(spec, tuple) else (_PASS, "passed", None, spec, NO_FLAGS)
+                )
+                outcome, native, message, duration, flags = attempt
                 src = self.src(line, nodeid)
                 emitter.add(
                     nodeid, emitter.element(), line, outcome, native, src, duration, message, flags
                 )
             return
         tail = ',"source":' + self.prefix + ',"line":'
+        passed = _PASS_MID + tail
 
-        def lines() -> list[str]:
+        def records() -> list[str]:
             out = []
-            for nodeid, line, (outcome, native, message, duration, _flags) in pending:
+            for nodeid, line, spec in zip(ids, lines_at, specs, strict=True):
                 key = quote(nodeid)
-                out.append(
-                    f"{HEAD}{key}{OUTCOME_KEY[outcome]}{quote(native)}"
-                    f',"attempt":1,"duration_s":{_duration_text(duration)}'
-                    f',"message":{"null" if message is None else quote(message)},"flags":[]'
-                    f'{tail}{line},"name":{key}}}}}\n'
-                )
+                if type(spec) is tuple:
+                    outcome, native, message, duration, _flags = spec
+                    out.append(
+                        f"{HEAD}{key}{OUTCOME_KEY[outcome]}{quote(native)}"
+                        f',"attempt":1,"duration_s":{_duration_text(duration)}'
+                        f',"message":{"null" if message is None else quote(message)},"flags":[]'
+                        f'{tail}{line},"name":{key}}}}}\n'
+                    )
+                else:
+                    out.append(
+                        f"{HEAD}{key}{_PASS_HEAD}{float.__repr__(spec)}{passed}"
+                        f'{line},"name":{key}}}}}\n'
+                    )
             return out
 
-        counts: dict[str, int] = {}
-        for _nodeid, _line, spec in pending:
-            value = spec[0].value
-            counts[value] = counts.get(value, 0) + 1
-        emitter.push_block(ids, lines, [item[1] for item in pending], first, counts)
+        plain = len(ids) - sum(counts.values())
+        if plain:
+            counts["pass"] = counts.get("pass", 0) + plain
+        emitter.push_block(ids, records, lines_at, first, counts)
 
 
 def _parse(reader: Reader, limits: Limits, emitter: Emitter, *, text: bool) -> Iterator[None]:
@@ -266,7 +322,7 @@ def _parse(reader: Reader, limits: Limits, emitter: Emitter, *, text: bool) -> I
     source = reader.source
     doc = JsonStream(reader, limits)
     tests = _Tests(emitter, source, text=text)
-    waiting = tests.pending
+    batch_ids, batch_lines, batch_specs = tests.ids, tests.lines, tests.specs
     if doc.peek() == "":
         raise InputError("empty report", source=source)
     if doc.peek() != "{":
@@ -306,19 +362,24 @@ def _parse(reader: Reader, limits: Limits, emitter: Emitter, *, text: bool) -> I
             for item, line in doc.items(where):
                 try:
                     if key == "tests":
-                        nodeid, attempts = _test_attempts(item, limits, lossy)
-                        # Without an escape in the test's JSON text the nodeid holds no
-                        # control character: only its length and blankness are left.
-                        if doc.escaped or len(nodeid) > max_id or nodeid.isspace():
-                            check_id(nodeid, max_id, source, line)
-                        first_attempt = attempts[0]
-                        if first_attempt[1] == "rerun":
-                            lossy = True
-                        if text and len(attempts) == 1 and not first_attempt[4]:
-                            waiting.append((nodeid, line, first_attempt))  # tests.add, inline
-                            if len(waiting) >= _BATCH:
-                                tests.flush()
+                        total = _plain_pass(item) if text else None
+                        if total is not None:  # the general code below, for a plain pass
+                            nodeid = item["nodeid"]
+                            if doc.escaped or len(nodeid) > max_id or nodeid.isspace():
+                                check_id(nodeid, max_id, source, line)
+                            # No length check: the flush every _BATCH tests below bounds it.
+                            batch_ids.append(nodeid)
+                            batch_lines.append(line)
+                            batch_specs.append(total)
                         else:
+                            nodeid, attempts = _test_attempts(item, limits, lossy)
+                            # Without an escape in the test's JSON text the nodeid holds no
+                            # control character: only its length and blankness are left.
+                            if doc.escaped or len(nodeid) > max_id or nodeid.isspace():
+                                check_id(nodeid, max_id, source, line)
+                            first_attempt = attempts[0]
+                            if first_attempt[1] == "rerun":
+                                lossy = True
                             tests.add(nodeid, line, attempts)
                     else:
                         tests.flush()

@@ -239,6 +239,8 @@ def test_json_fast_lane_matches() -> None:
         _test("i", "rerun", call=_stage("failed")),
         _test("j"),
         _test('\u00e9"\\'),
+        _test("k", setup=_stage(duration=9007199254740992.0)),  # past what a record keeps
+        _test("l", setup=_stage(duration=4e15), call=_stage(duration=5e15)),
     ]
     for window in WINDOWS:
         data = json.dumps({"summary": {}, "tests": tests}).encode()
@@ -265,10 +267,16 @@ def _junit_docs(draw: st.DrawFn) -> bytes:
     cases = []
     for _ in range(draw(st.integers(0, 25))):
         name = draw(_NAMES).replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
-        cls = draw(st.sampled_from([None, "C", " C ", "", "D.E"]))
+        # Classnames the plain-pass lane keeps and those it must not (quote,
+        # backslash, non-ASCII, a tab or DEL from a character reference).
+        cls = draw(
+            st.sampled_from(
+                [None, "C", " C ", "", "D.E", "Q&quot;", "B\\", "é", "T&#9;", "T&#9;x", "D&#127;"]
+            )
+        )
         attrs = f' name="{name}"' if draw(st.integers(0, 20)) else ""
         attrs += "" if cls is None else f' classname="{cls}"'
-        time = draw(st.sampled_from([None, "0.1", "1", "x", "-1", "0.25"]))
+        time = draw(st.sampled_from([None, "0.1", "1", "x", "-1", "0.25", "9007199254740993"]))
         attrs += "" if time is None else f' time="{time}"'
         status = draw(st.sampled_from([None, None, None, "run", "skipped", "weird"]))
         attrs += "" if status is None else f' status="{status}"'
@@ -279,7 +287,9 @@ def _junit_docs(draw: st.DrawFn) -> bytes:
             cases.append(f'<testcase{attrs}><flakyFailure message="m"/></testcase>')
         else:
             cases.append(f'<testcase{attrs}><{kind} message="m">x</{kind}></testcase>')
-    suite = draw(st.sampled_from(['<testsuite name="s">', "<testsuite>"]))
+    suite = draw(
+        st.sampled_from(['<testsuite name="s">', "<testsuite>", '<testsuite name="pytest">'])
+    )
     return f"<testsuites>{suite}{''.join(cases)}</testsuite></testsuites>".encode()
 
 
@@ -333,6 +343,9 @@ def _json_docs(draw: st.DrawFn) -> bytes:
             test["call"] = _stage(draw(st.sampled_from(["passed", "failed", "weird"])))
         if draw(st.integers(0, 8)) == 0:
             del test["teardown"]
+        if draw(st.integers(0, 3)) == 0:  # durations the plain-pass lane must hand on
+            duration = draw(st.one_of(st.floats(allow_nan=False), st.integers(-2, 2), st.none()))
+            test["setup"] = _stage(duration=duration)
         tests.append(test)
     summary = {"rerun": 1} if draw(st.booleans()) else {}
     return json.dumps({"summary": summary, "tests": tests}).encode()

@@ -7,6 +7,10 @@ from typing import Any
 
 import flakecore_adapters
 import pytest
+from flakecore_adapters import junit
+from flakecore_adapters._limits import Limits
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flakecore.errors import InputError, LimitError
 from flakecore.evidence import Attempt
@@ -335,3 +339,53 @@ def test_message_is_bounded() -> None:
     )
     assert attempt.message is not None
     assert len(attempt.message) == 2000
+
+
+_WORDS = st.sampled_from(
+    [
+        "",
+        "x",
+        "todo",
+        "testTimeoutFailure",
+        "hookFailed",
+        "cancelledByParent",
+        "testCodeFailure",
+        "UnexpectedSuccess",
+        "exitCode: 1",
+        "  boom  ",
+        "exitCode: 0",
+    ]
+)
+_RESULT_ATTRS = st.dictionaries(st.sampled_from(["type", "message", "time", "other"]), _WORDS)
+_RESULTS = st.lists(
+    st.tuples(
+        st.sampled_from(["failure", "error", "skipped"]),
+        _RESULT_ATTRS,
+        st.lists(_WORDS, max_size=3),
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    results=_RESULTS,
+    name=st.sampled_from(["t", "classMethod", 'x "before each" hook', "setup_file failed"]),
+    classname=st.sampled_from(["C", "Test suite failed to run", ""]),
+    time=st.sampled_from([None, "0.5", "x"]),
+    limit=st.sampled_from([3, 2000]),
+)
+def test_final_results_read_directly_match_junitparser(
+    results: list[tuple[str, dict[str, str], list[str]]],
+    name: str,
+    classname: str,
+    time: str | None,
+    limit: int,
+) -> None:
+    """The direct read of failure/error/skipped children is junitparser's reading."""
+    attrs = {"name": name} if time is None else {"name": name, "time": time}
+    children = [[tag, rattrs, parts, 0] for tag, rattrs, parts in results]
+    limits = Limits(max_message_chars=limit)
+    fast = junit._detailed(attrs, children, name, classname, limits)
+    assert fast == junit._through_junitparser(attrs, children, name, classname, limits)
