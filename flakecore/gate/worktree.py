@@ -15,6 +15,7 @@ import contextlib
 import os
 import re
 import subprocess
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -40,6 +41,14 @@ __all__ = [
     "tree_entries",
     "tree_entry",
 ]
+
+
+#: Held around every ``git worktree add``, ``remove`` and ``prune`` of this process: git keeps
+#: no lock over the worktrees' bookkeeping (``.git/worktrees/``), so an add that lists the
+#: others while another add is writing its own entry fails ("failed to read
+#: .git/worktrees/tree1/commondir"), and a prune may delete the entry of an add half done.
+#: Replays side by side (``triage --jobs``) add and remove theirs one at a time.
+_WORKTREES = threading.Lock()
 
 
 def _one_line(text: str) -> str:
@@ -382,7 +391,8 @@ class DetachedWorktree:
         self.path = scratch / "tree"
         if meanwhile is not None:
             meanwhile(scratch)
-        git("worktree", "add", "--detach", "--quiet", str(self.path), self.commit, cwd=self.repo)
+        with _WORKTREES:
+            git("worktree", "add", "--detach", "--quiet", str(self.path), self.commit, cwd=self.repo)
         return self.path
 
     def problems(self) -> list[str]:
@@ -416,7 +426,7 @@ class DetachedWorktree:
             removed = False
             if self.path is not None:
                 # Half-created or already gone: the rmtree and prune below finish it.
-                with contextlib.suppress(GitError):
+                with contextlib.suppress(GitError), _WORKTREES:
                     git("worktree", "remove", "--force", "--force", str(self.path), cwd=self.repo)
                     removed = True
             if self.scratch is not None:
@@ -426,7 +436,7 @@ class DetachedWorktree:
             # What git's remove did not unregister (a repository that is itself gone has
             # nothing left registered in it).
             if not removed:
-                with contextlib.suppress(GitError):
+                with contextlib.suppress(GitError), _WORKTREES:
                     git("worktree", "prune", cwd=self.repo)
             self.path = None
             self.scratch = None
