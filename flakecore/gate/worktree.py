@@ -392,7 +392,9 @@ class DetachedWorktree:
         if meanwhile is not None:
             meanwhile(scratch)
         with _WORKTREES:
-            git("worktree", "add", "--detach", "--quiet", str(self.path), self.commit, cwd=self.repo)
+            git(
+                "worktree", "add", "--detach", "--quiet", str(self.path), self.commit, cwd=self.repo
+            )
         return self.path
 
     def problems(self) -> list[str]:
