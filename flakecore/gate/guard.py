@@ -73,9 +73,11 @@ _PYPROJECT: Final = "pyproject.toml"
 POLICY_TABLE: Final = "pyproject.toml [tool.flakecore]"
 #: git's file modes for a symlink and a gitlink (a submodule's commit).
 _LINK_MODES: Final = frozenset({"120000", "160000"})
-#: What ``git diff --raw -z`` prints for each path: both modes, both object ids, a status.
-_RAW_ENTRIES: Final = re.compile(
-    r"(?::[0-7]{6} [0-7]{6} [0-9a-f]+ [0-9a-f]+ [A-Z][0-9]*\0[^\0]*\0)*+"
+#: What ``git diff --raw -z`` prints for each path (both modes, both object ids, a status),
+#: when neither mode is a symlink's or a gitlink's.
+_PLAIN_ENTRIES: Final = re.compile(
+    r"(?::(?!1[26]0000 )[0-7]{6} (?!1[26]0000 )[0-7]{6} [0-9a-f]+ [0-9a-f]+ [A-Z][0-9]*"
+    r"\0[^\0]*\0)*+"
 )
 
 
@@ -300,27 +302,27 @@ def changed_entries(repo: str, base: str, *, timeout: float = GIT_TIMEOUT_S) -> 
 
 def _entries(repo: str, base_sha: str, timeout: float) -> tuple[Change, ...]:
     """:func:`changed_entries` from a commit id already resolved (no second ``rev-parse``)."""
-    paths, metas = _raw(repo, base_sha, timeout)
+    paths, metas, _ = _raw(repo, base_sha, timeout)
     return tuple(Change(path, *_modes(meta)) for path, meta in zip(paths, metas, strict=True))
 
 
-def _raw(repo: str, base_sha: str, timeout: float) -> tuple[list[str], list[str]]:
-    """The diff's paths in order and each one's ``:OLD NEW ...`` field, decoded and checked at once.
+def _raw(repo: str, base_sha: str, timeout: float) -> tuple[list[str], list[str], dict[int, str]]:
+    """The diff's paths in order, each one's ``:OLD NEW ...`` field, and the links by index.
 
     A path that is not UTF-8 keeps its bytes as surrogate escapes; the
     output is decoded whole, which gives each path what decoding it alone
     gives (an invalid byte never reaches past the NUL that ends its path).
-    Output in git's usual form passes one pattern; anything else is
-    checked field by field (:func:`_modes`), which names the bad one.
+    Output in git's usual form with no symlink or gitlink passes one
+    pattern; anything else is read field by field (:func:`_modes`), which
+    names a bad one.
     """
     text = _git_diff(repo, base_sha, timeout).decode("utf-8", "surrogateescape")
     fields = text.split("\0")
     paths = fields[1::2]
     metas = fields[0 : 2 * len(paths) : 2]
-    if _RAW_ENTRIES.fullmatch(text) is None:
-        for meta in metas:
-            _modes(meta)
-    return paths, metas
+    if _PLAIN_ENTRIES.fullmatch(text) is not None:
+        return paths, metas, {}
+    return paths, metas, {i: link for i, m in enumerate(metas) if (link := _link(*_modes(m)))}
 
 
 def _modes(meta: str) -> tuple[str, str]:
@@ -330,14 +332,6 @@ def _modes(meta: str) -> tuple[str, str]:
         shown = meta.encode("utf-8", "surrogateescape")[:80]
         raise GitError(f"git diff --raw printed an entry it should not: {shown!r}")
     return parts[0][1:], parts[1]
-
-
-def _links(metas: list[str]) -> dict[int, str]:
-    """The symlinks and gitlinks by index; none when no field holds their mode (the usual diff)."""
-    joined = "\0".join(metas)
-    if "120000" not in joined and "160000" not in joined:
-        return {}
-    return {i: link for i, meta in enumerate(metas) if (link := _link(*_modes(meta)))}
 
 
 def changed_paths(repo: str, base: str, *, timeout: float = GIT_TIMEOUT_S) -> tuple[str, ...]:
@@ -401,8 +395,7 @@ def run_guard(
     (by the configuration), so it is not resolved a second time.
     """
     base_sha = base_sha or resolve_commit(Path(repo), base)
-    paths, metas = _raw(repo, base_sha, timeout)
-    links = _links(metas)
+    paths, _, links = _raw(repo, base_sha, timeout)
     guarded: dict[str, str] = {}
     not_fixtures: set[str] = set()
     if _PYPROJECT in paths:
