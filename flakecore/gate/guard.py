@@ -73,6 +73,12 @@ _PYPROJECT: Final = "pyproject.toml"
 POLICY_TABLE: Final = "pyproject.toml [tool.flakecore]"
 #: git's file modes for a symlink and a gitlink (a submodule's commit).
 _LINK_MODES: Final = frozenset({"120000", "160000"})
+#: What ``git diff --raw -z`` prints for each path (both modes, both object ids, a status),
+#: when neither mode is a symlink's or a gitlink's.
+_PLAIN_ENTRIES: Final = re.compile(
+    r"(?::(?!1[26]0000 )[0-7]{6} (?!1[26]0000 )[0-7]{6} [0-9a-f]+ [0-9a-f]+ [A-Z][0-9]*"
+    r"\0[^\0]*\0)*+"
+)
 
 
 @attrs.frozen
@@ -134,63 +140,29 @@ def path_matches(path: str, pattern: str) -> bool:
     return "/" not in pattern and fnmatch.fnmatchcase(path.rsplit("/", 1)[-1], pattern)
 
 
-def _kind(glob: str) -> str:
-    """How a glob is matched: ``=`` text, ``<`` prefix, ``>`` suffix, ``in`` substring, or ``re``.
+def _literals(glob: str) -> list[str]:
+    """Text every path ``glob`` matches holds: its pieces between ``*`` with no ``?`` or ``[``."""
+    return [piece for piece in glob.split("*") if piece and "?" not in piece and "[" not in piece]
 
-    ``*`` matches any text, ``/`` and newlines included (``fnmatchcase``),
-    so a glob whose only magic is one ``*`` at either end, or one at each
-    end, is a string test.
+
+def _matcher(globs: Iterable[str], text: str) -> Callable[[str], object] | None:
+    """``any(path_matches(path, g) for g in globs)`` for the paths in ``text``; None: none matches.
+
+    Built once per call, as one compiled pattern, and only of the globs
+    whose literal pieces all occur somewhere in ``text`` (the diff's paths
+    joined): a glob that needs a text no path holds matches no path, so the
+    usual dozen globs shrink to the few the diff can meet.  A glob without
+    ``/`` is also tried on the file name: every ``dir/`` is taken first,
+    possessively, so what is left is the name.
     """
-    if "?" in glob or "[" in glob:
-        return "re"
-    stars = glob.count("*")
-    if not stars:
-        return "="
-    if stars == 1 and glob.endswith("*"):
-        return "<"
-    if stars == 1 and glob.startswith("*"):
-        return ">"
-    if stars == 2 and glob.startswith("*") and glob.endswith("*") and len(glob) > 2:
-        return "in"
-    return "re"
-
-
-def _one_of(globs: Sequence[str]) -> Callable[[str], bool]:
-    """``fnmatchcase(text, g)`` for any ``g``: string tests where a glob allows, else patterns."""
-    kinds = {glob: _kind(glob) for glob in globs}
-    equal = frozenset(g for g, k in kinds.items() if k == "=")
-    prefixes = tuple(g[:-1] for g, k in kinds.items() if k == "<")
-    suffixes = tuple(g[1:] for g, k in kinds.items() if k == ">")
-    within = [re.escape(g[1:-1]) for g, k in kinds.items() if k == "in"]
-    rest = [f"(?:{fnmatch.translate(g)})" for g, k in kinds.items() if k == "re"]
-    search = re.compile("|".join(within)).search if within else None
-    match = re.compile("|".join(rest)).match if rest else None
-    return lambda text: (
-        text in equal
-        or text.startswith(prefixes)
-        or text.endswith(suffixes)
-        or (search is not None and search(text) is not None)
-        or (match is not None and match(text) is not None)
-    )
-
-
-def _matcher(globs: Iterable[str]) -> Callable[[str], bool]:
-    """``any(path_matches(path, g) for g in globs)``, built once per call.
-
-    A diff of thousands of paths against a dozen globs is a dozen
-    ``fnmatchcase`` calls per path otherwise; most globs (``tests/*``,
-    ``*fixture*``, ``conftest.py``) are string tests, the others compiled
-    patterns.  A glob without ``/`` is also tried on the file name, except
-    a suffix or substring one: with no ``/`` in it, it holds for the name
-    exactly when it holds for the whole path.
-    """
-    globs = tuple(dict.fromkeys(globs))
-    whole = _one_of(globs)
-    names = tuple(g for g in globs if "/" not in g and _kind(g) not in (">", "in"))
-    if not names:
-        return whole
-    name = _one_of(names)
-    return lambda path: whole(path) or name(path.rpartition("/")[2])
+    kept = [g for g in dict.fromkeys(globs) if all(piece in text for piece in _literals(g))]
+    if not kept:
+        return None
+    pattern = "|".join(fnmatch.translate(g) for g in kept)
+    names = [fnmatch.translate(g) for g in kept if "/" not in g]
+    if names:
+        pattern += "|(?:[^/]*/)*+(?:" + "|".join(names) + ")"
+    return re.compile(pattern).match
 
 
 def _dir_reason(path: str, directories: Iterable[str]) -> str | None:
@@ -250,30 +222,35 @@ def _split(
 ) -> GuardResult:
     """:func:`guard_paths` over plain paths; ``links`` names the symlinks and gitlinks by index.
 
-    A path gets a directory reason only when it is a ledger directory, a
-    parent of one, or below one: the set and prefix test find those
-    without asking :func:`_dir_reason` about every path.
+    The globs run over all paths at once (:func:`_matcher`, through
+    ``filter``), and a path is asked for a directory reason only when it is
+    a ledger directory, a parent of one, or below one: a set intersection,
+    and a prefix test only when some path holds a ``DIR/``.
     """
-    is_fixture, is_ledger = _matcher(fixture_globs), _matcher(ledger_globs)
+    joined = "\0".join(paths)
+    is_fixture, is_ledger = _matcher(fixture_globs, joined), _matcher(ledger_globs, joined)
     dirs = tuple(posixpath.normpath(d) for d in ledger_dirs)
     near = {*dirs, *(d[:i] for d in dirs for i, c in enumerate(d) if c == "/")}
     below = tuple(d + "/" for d in dirs)
-    reasons: dict[str, str] = {}
-    ledger: list[str] = []
-    for index, path in enumerate(paths):
-        why = _dir_reason(path, dirs) if path in near or path.startswith(below) else None
-        link = links.get(index)
-        if link is not None:
-            why = f"a {link}: git cannot show what lies behind it"
-        if why is not None or is_ledger(path):
-            ledger.append(path)
-            if why is not None:
-                reasons[path] = why
-    for name, why in guarded.items():
+    named = near.intersection(paths)
+    if any(prefix in joined for prefix in below):
+        named.update(p for p in paths if p.startswith(below))
+    why = {i: f"a {link}: git cannot show what lies behind it" for i, link in links.items()}
+    if named:
+        for index, path in enumerate(paths):
+            if path in named and index not in why and (reason := _dir_reason(path, dirs)):
+                why[index] = reason
+    ledger = list(filter(is_ledger, paths)) if is_ledger is not None else []
+    if why:
+        hit = set(ledger)
+        ledger = [p for i, p in enumerate(paths) if i in why or p in hit]
+    reasons = {paths[i]: why[i] for i in sorted(why)}
+    for name, reason in guarded.items():
         ledger.append(name)
-        reasons[name] = why
+        reasons[name] = reason
     left_out = {*ledger, *not_fixtures}
-    fixture = tuple(p for p in paths if p not in left_out and is_fixture(p))
+    matched = () if is_fixture is None else filter(is_fixture, paths)
+    fixture = tuple(p for p in matched if p not in left_out)
     return GuardResult(
         base=base,
         base_sha=base_sha,
@@ -325,28 +302,36 @@ def changed_entries(repo: str, base: str, *, timeout: float = GIT_TIMEOUT_S) -> 
 
 def _entries(repo: str, base_sha: str, timeout: float) -> tuple[Change, ...]:
     """:func:`changed_entries` from a commit id already resolved (no second ``rev-parse``)."""
-    paths, modes = _raw(repo, base_sha, timeout)
-    return tuple(Change(path, *pair) for path, pair in zip(paths, modes, strict=True))
+    paths, metas, _ = _raw(repo, base_sha, timeout)
+    return tuple(Change(path, *_modes(meta)) for path, meta in zip(paths, metas, strict=True))
 
 
-def _raw(repo: str, base_sha: str, timeout: float) -> tuple[list[str], list[tuple[str, str]]]:
-    """The diff's paths in order and each one's (old, new) mode, decoded at once.
+def _raw(repo: str, base_sha: str, timeout: float) -> tuple[list[str], list[str], dict[int, str]]:
+    """The diff's paths in order, each one's ``:OLD NEW ...`` field, and the links by index.
 
     A path that is not UTF-8 keeps its bytes as surrogate escapes; the
     output is decoded whole, which gives each path what decoding it alone
     gives (an invalid byte never reaches past the NUL that ends its path).
+    Output in git's usual form with no symlink or gitlink passes one
+    pattern; anything else is read field by field (:func:`_modes`), which
+    names a bad one.
     """
     text = _git_diff(repo, base_sha, timeout).decode("utf-8", "surrogateescape")
     fields = text.split("\0")
     paths = fields[1::2]
-    modes: list[tuple[str, str]] = []
-    for meta in fields[0 : 2 * len(paths) : 2]:
-        parts = meta.split()
-        if not meta.startswith(":") or len(parts) < 5 or not (parts[0] + parts[1]).isascii():
-            shown = meta.encode("utf-8", "surrogateescape")[:80]
-            raise GitError(f"git diff --raw printed an entry it should not: {shown!r}")
-        modes.append((parts[0][1:], parts[1]))
-    return paths, modes
+    metas = fields[0 : 2 * len(paths) : 2]
+    if _PLAIN_ENTRIES.fullmatch(text) is not None:
+        return paths, metas, {}
+    return paths, metas, {i: link for i, m in enumerate(metas) if (link := _link(*_modes(m)))}
+
+
+def _modes(meta: str) -> tuple[str, str]:
+    """The (old, new) mode of one ``:OLD NEW OLD_ID NEW_ID STATUS`` field, or :class:`GitError`."""
+    parts = meta.split()
+    if not meta.startswith(":") or len(parts) < 5 or not (parts[0] + parts[1]).isascii():
+        shown = meta.encode("utf-8", "surrogateescape")[:80]
+        raise GitError(f"git diff --raw printed an entry it should not: {shown!r}")
+    return parts[0][1:], parts[1]
 
 
 def changed_paths(repo: str, base: str, *, timeout: float = GIT_TIMEOUT_S) -> tuple[str, ...]:
@@ -410,8 +395,7 @@ def run_guard(
     (by the configuration), so it is not resolved a second time.
     """
     base_sha = base_sha or resolve_commit(Path(repo), base)
-    paths, modes = _raw(repo, base_sha, timeout)
-    links = {i: link for i, (old, new) in enumerate(modes) if (link := _link(old, new))}
+    paths, _, links = _raw(repo, base_sha, timeout)
     guarded: dict[str, str] = {}
     not_fixtures: set[str] = set()
     if _PYPROJECT in paths:

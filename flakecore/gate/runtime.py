@@ -35,7 +35,7 @@ from types import FrameType
 
 import attrs
 
-from flakecore._env import SIGNING_KEY_ENV
+from flakecore._env import child_env  # re-exported: the gate procedures start children with it
 from flakecore.gate import _reaper
 
 __all__ = [
@@ -56,19 +56,6 @@ __all__ = [
 
 #: Signals that stop a run; each becomes an exception while :func:`signals_raise` is active.
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-#: Variables that point git at another repository; a replay must see only its worktree.
-_GIT_REDIRECTS = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-)
-#: Variables no child process gets: the git redirects and the signing key.
-_WITHHELD = frozenset({*_GIT_REDIRECTS, SIGNING_KEY_ENV})
 
 
 class Terminated(BaseException):
@@ -192,18 +179,6 @@ def substitute(argv: Sequence[str], **values: str) -> tuple[str, ...]:
             text = text.replace("{" + name + "}", value)
         out.append(text)
     return tuple(out)
-
-
-def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Our environment without variables that would point git elsewhere, and without the key.
-
-    The signing key (:data:`~flakecore._env.SIGNING_KEY_ENV`) never reaches
-    a command under test or git; docs/trust.md says what this does not stop
-    (a process of the same user reads ``/proc/<pid>/environ``).
-    """
-    env = {k: v for k, v in os.environ.items() if k not in _WITHHELD}
-    env.update(extra or {})
-    return env
 
 
 #: The note a decision carries when its attempts could only be ended by process group.

@@ -22,8 +22,8 @@ from types import TracebackType
 
 import attrs
 
+from flakecore._env import child_env
 from flakecore.errors import GitError, UsageError
-from flakecore.gate.runtime import child_env, signals_deferred
 
 __all__ = [
     "DetachedWorktree",
@@ -424,6 +424,9 @@ class DetachedWorktree:
         Signals are held meanwhile: a second Ctrl-C must not leave a
         half-removed worktree registered in the repository.
         """
+        # The runtime is loaded here: a verb that only reads git (guard) never needs it.
+        from flakecore.gate.runtime import signals_deferred  # noqa: PLC0415
+
         with signals_deferred():
             removed = False
             if self.path is not None:

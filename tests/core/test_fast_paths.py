@@ -319,9 +319,42 @@ GLOBS = st.one_of(
 
 
 @settings(max_examples=1000)
-@given(st.lists(GLOBS, max_size=6), PATHS)
-def test_the_compiled_globs_match_as_path_matches_does(globs: list[str], path: str) -> None:
-    assert guard._matcher(globs)(path) == any(guard.path_matches(path, g) for g in globs)
+@given(st.lists(GLOBS, max_size=6), PATHS, st.lists(PATHS, max_size=3))
+def test_the_compiled_globs_match_as_path_matches_does(
+    globs: list[str], path: str, others: list[str]
+) -> None:
+    """Built for a diff holding ``path`` (and others), the matcher answers as path_matches."""
+    match = guard._matcher(globs, "\0".join([*others, path]))
+    found = match is not None and match(path) is not None
+    assert found == any(guard.path_matches(path, g) for g in globs)
+
+
+RAW_FIELDS = st.one_of(
+    st.sampled_from(["100644", "120000", "160000", "000000", "0644", "10064x", "é"]),
+    st.sampled_from(["0" * 40, "ab" * 20, "M", "A", "R100", "", " ", ":", "x", "\n"]),
+)
+_MODE = st.sampled_from(["100644", "100755", "120000", "160000", "000000"])
+_OID = st.sampled_from(["0" * 40, "ab" * 20, "f" * 64])
+_STATUS = st.sampled_from(["M", "A", "D", "T", "R100"])
+RAW_META = st.one_of(
+    st.lists(RAW_FIELDS, max_size=6).map(" ".join),
+    st.tuples(_MODE, _MODE, _OID, _OID, _STATUS).map(" ".join),  # git's usual form
+)
+RAW_ENTRY = st.tuples(st.sampled_from([":", ":", "", " :"]), RAW_META, PATHS)
+
+
+@settings(max_examples=1000)
+@given(st.lists(RAW_ENTRY, max_size=5), st.sampled_from(["", "x", ":100644"]))
+def test_the_raw_diff_pattern_passes_only_what_the_field_check_passes(
+    entries: list[tuple[str, str, str]], tail: str
+) -> None:
+    """One pattern over git's whole output accepts it only when every field is well formed
+    and none is a symlink's or a gitlink's."""
+    text = "".join(f"{colon}{meta}\0{path}\0" for colon, meta, path in entries) + tail
+    fields = text.split("\0")
+    metas = fields[0 : 2 * len(fields[1::2]) : 2]
+    if guard._PLAIN_ENTRIES.fullmatch(text) is not None:
+        assert not any(guard._link(*guard._modes(meta)) for meta in metas)
 
 
 def _guard_paths_before(
