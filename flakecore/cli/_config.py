@@ -98,7 +98,7 @@ class Configured:
     lookup gave.
     """
 
-    __slots__ = ("_base", "_checkout", "_config", "_start", "_table", "_trust")
+    __slots__ = ("_base", "_checkout", "_config", "_head", "_start", "_table", "_trust")
 
     def __init__(self, *, config: GateConfig, trust: RecordTrust) -> None:
         self._table: GateConfig | None = config
@@ -106,6 +106,7 @@ class Configured:
         self._trust: RecordTrust | None = trust
         self._checkout: Path | None = trust.checkout
         self._base = trust.base
+        self._head: str | None = None
         self._start = "."
 
     @classmethod
@@ -118,13 +119,20 @@ class Configured:
     ) -> Configured:
         new = cls.__new__(cls)
         new._table, new._config, new._trust = table, config, None
-        new._checkout, new._base, new._start = checkout, base, "."
+        new._checkout, new._base, new._start, new._head = checkout, base, ".", None
         return new
 
     @classmethod
-    def read(cls, config: GateConfig, *, checkout: Path, base: str | None) -> Configured:
-        """A configuration read for ``checkout`` (from ``base``, or a file); trust on first use."""
-        return cls._deferred(config, config, checkout, base)
+    def read(
+        cls, config: GateConfig, *, checkout: Path, base: str | None, head: str | None = None
+    ) -> Configured:
+        """A configuration read for ``checkout`` (from ``base``, or a file); trust on first use.
+
+        ``head`` is the checkout's ``HEAD`` when the git call that resolved ``base`` told it.
+        """
+        new = cls._deferred(config, config, checkout, base)
+        new._head = head
+        return new
 
     @classmethod
     def defaults(cls, table: GateConfig | None, *, start: str) -> Configured:
@@ -159,6 +167,11 @@ class Configured:
     def base(self) -> str | None:
         """The full commit id of ``--base`` (None: no base), as the record trust has it."""
         return self._base
+
+    @property
+    def head(self) -> str | None:
+        """The checkout's ``HEAD`` as the call resolving ``--base`` read it (None: not read)."""
+        return self._head
 
     @property
     def checkout(self) -> Path:
@@ -253,11 +266,18 @@ def _no_trust(verb: str) -> UsageError:
 
 
 def config_from_args(
-    args: argparse.Namespace, *, verb: str, start: str = ".", need: Need = Need.POLICY
+    args: argparse.Namespace,
+    *,
+    verb: str,
+    start: str = ".",
+    need: Need = Need.POLICY,
+    head: bool = False,
 ) -> Configured:
     """The verb's configuration and record trust, from ``--base``/``--config``/``--no-config``.
 
-    ``start`` is where the scored checkout is (``guard --repo``).  A git
+    ``start`` is where the scored checkout is (``guard --repo``).  With
+    ``head``, the git call resolving ``--base`` also reads the checkout's
+    ``HEAD`` when it can (:attr:`Configured.head`: replay's first check).  A git
     failure while reading the base is a ``GitError``; a ``--config`` inside
     the checkout and a missing source where ``need`` requires one are
     :class:`UsageError`.
@@ -281,12 +301,17 @@ def config_from_args(
     from pathlib import Path  # noqa: PLC0415
 
     from flakecore.gate.config import GateConfig  # noqa: PLC0415
-    from flakecore.gate.worktree import toplevel_and_commit  # noqa: PLC0415
+    from flakecore.gate.worktree import (  # noqa: PLC0415
+        toplevel_and_commit,
+        toplevel_commit_and_head,
+    )
 
-    base_sha: str | None = None
+    base_sha = head_sha = None
     if base is None:
         checkout = _checkout(start)
-    else:  # (one git call for a full commit id: CI's usual --base)
+    elif head:  # (one git call for a full commit id, CI's usual --base, and HEAD)
+        checkout, base_sha, head_sha = toplevel_commit_and_head(Path(start), base)
+    else:
         checkout, base_sha = toplevel_and_commit(Path(start), base)
     if path:
         from flakecore.gate.policy_source import load_outside_config  # noqa: PLC0415
@@ -304,7 +329,8 @@ def config_from_args(
         config = compare_scored_table(load_trusted_config(checkout, base_sha), checkout=checkout)
     if need is Need.TRUST and base_sha is None and not config.trusted_keys:
         raise _no_trust(verb)
-    return Configured.read(_with_overrides(config, overrides), checkout=checkout, base=base_sha)
+    configured = _with_overrides(config, overrides)
+    return Configured.read(configured, checkout=checkout, base=base_sha, head=head_sha)
 
 
 def _with_overrides(config: GateConfig, flags: Sequence[str]) -> GateConfig:

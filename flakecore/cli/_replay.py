@@ -319,7 +319,7 @@ def _row(test: str, evidence: str, decision: Decision[Any]) -> SummaryRow:
 def _configured(args: argparse.Namespace, verb: str) -> Configured | GitError:
     """The base revision's policy; a base git cannot read is the verb's refusal, not a crash."""
     try:
-        return config_from_args(args, verb=verb, need=Need.LOCATION)
+        return config_from_args(args, verb=verb, need=Need.LOCATION, head=verb == "replay")
     except GitError as exc:
         return exc
 
@@ -409,6 +409,7 @@ def _run_replay(args: argparse.Namespace) -> int:
                 policy=policy,
                 patch_reader=patch_reader,
                 resolved=_resolved(configured),
+                head=configured.head,
             )
     except Terminated as exc:
         return _stopped(exc)

@@ -521,7 +521,11 @@ class _Replay:
         return sum(a.is_miss for a in attempts)
 
     def run(
-        self, attempts: int, out: Path | None, resolved: tuple[Path, str] | None
+        self,
+        attempts: int,
+        out: Path | None,
+        resolved: tuple[Path, str] | None,
+        head: str | None,
     ) -> ReplayOutcome:
         from flakecore.attempts import AttemptWriter  # noqa: PLC0415 - see _AFTER_CHECKOUT
 
@@ -544,7 +548,7 @@ class _Replay:
         tree: DetachedWorktree | None = None
         reapers: Reapers | None = None
         try:
-            self.head_sha = head_commit(top)
+            self.head_sha = head_commit(top) if head is None or resolved is None else head
             if not is_digest(request.claimed_epoch):
                 raise _Refuse("claimed epoch is not a sha256 digest (64 lowercase hex)")
             patch_misses = self.patch_misses()
@@ -574,6 +578,9 @@ class _Replay:
             self.isolate(reapers, worktree, top, tree.scratch)
             # 3-4. One fresh process per attempt; re-hash both trees after each exits.
             self.attempt_loop(reapers, attempts, worktree, writer, files)
+            # Nothing reads the worktree any more (the log is beside it): git removes it
+            # while the log is reduced and HEAD is asked again.
+            tree.start_removal()
             writer.close()
             return self.decide(top, writer.path, patch_misses, out)
         except (_Refuse, GitError, IncompleteAttempt) as exc:
@@ -747,6 +754,7 @@ def run_replay(
     output: int = subprocess.DEVNULL,
     patch_reader: ReportReader | None = None,
     resolved: tuple[Path, str] | None = None,
+    head: str | None = None,
 ) -> ReplayOutcome:
     """Run the base replay (docs/gate.md) and decide with :func:`flakecore.admit`.
 
@@ -764,10 +772,11 @@ def run_replay(
     :class:`~flakecore.errors.InputError`.  ``resolved`` is the checkout's
     top and the full commit id ``request.base`` names there, when the
     caller has just asked git (the CLI's configuration did): they are not
-    asked again.
+    asked again; nor is ``head``, the full id of the checkout's ``HEAD``
+    that same call read (taken only with ``resolved``).
     """
     if out is not None:
         remove_file(out)
     attempts = _validate(request, policy)
     replay = _Replay(request, judge, policy, progress, output, patch_reader=patch_reader)
-    return replay.run(attempts, out, resolved)
+    return replay.run(attempts, out, resolved, head)

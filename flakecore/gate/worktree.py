@@ -38,6 +38,7 @@ __all__ = [
     "repo_toplevel",
     "resolve_commit",
     "toplevel_and_commit",
+    "toplevel_commit_and_head",
     "tree_entries",
     "tree_entry",
 ]
@@ -69,29 +70,52 @@ def git(*args: str, cwd: Path) -> str:
 
 def _git_bytes(*args: str, cwd: Path, stdin: bytes | None = None) -> bytes:
     """git's stdout; with ``stdin``, both go through anonymous files (:func:`_spooled`)."""
-    env = child_env({"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
     with contextlib.ExitStack() as files:
         source = sink = None
         if stdin is not None:
             source, sink = files.enter_context(_spooled(stdin)), files.enter_context(_spooled())
-        try:
-            done = subprocess.run(
-                ["git", *args],
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.DEVNULL if source is None else source,
-                stdout=subprocess.PIPE if sink is None else sink,
-                stderr=subprocess.PIPE,
-                check=False,
-            )
-        except FileNotFoundError:
-            raise GitError("git is not installed (or not on PATH)") from None
-        except NotADirectoryError:
-            raise GitError(f"{cwd}: not a directory") from None
-        if done.returncode != 0:
-            message = _one_line(done.stderr.decode("utf-8", "replace"))
-            raise GitError(f"git {args[0]} failed: {message}")
-        return done.stdout if sink is None else os.pread(sink, os.fstat(sink).st_size, 0)
+        with _started(args, cwd=cwd, stdin=source, stdout=sink) as process:
+            out = _answer(process, args)
+        return out if sink is None else os.pread(sink, os.fstat(sink).st_size, 0)
+
+
+@contextlib.contextmanager
+def _started(
+    args: Sequence[str], *, cwd: Path, stdin: int | None = None, stdout: int | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """``git ARGS`` started now, to be read by :func:`_answer`; killed if the block leaves first.
+
+    What the block does meanwhile runs beside git.  ``stdin`` and ``stdout``
+    are file descriptors (None: no input, a pipe for the output).
+    """
+    env = child_env({"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
+    try:
+        process = subprocess.Popen(
+            ["git", *args],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL if stdin is None else stdin,
+            stdout=subprocess.PIPE if stdout is None else stdout,
+            stderr=subprocess.PIPE,
+        )
+    except FileNotFoundError:
+        raise GitError("git is not installed (or not on PATH)") from None
+    except NotADirectoryError:
+        raise GitError(f"{cwd}: not a directory") from None
+    try:
+        yield process
+    finally:
+        if process.returncode is None:
+            process.kill()
+            process.communicate()
+
+
+def _answer(process: subprocess.Popen[bytes], args: Sequence[str]) -> bytes:
+    """The stdout of a git call :func:`_started`, once it exited 0; else :class:`GitError`."""
+    out, err = process.communicate()
+    if process.returncode != 0:
+        raise GitError(f"git {args[0]} failed: {_one_line(err.decode('utf-8', 'replace'))}")
+    return out
 
 
 @contextlib.contextmanager
@@ -224,16 +248,35 @@ def toplevel_and_commit(path: Path, ref: str) -> tuple[Path, str]:
     the exact answer (an error, another id) is asked again the long way, so
     the errors are those of :func:`repo_toplevel` and :func:`resolve_commit`.
     """
+    top, sha, _ = _toplevel_commit_head(path, ref, head=False)
+    return top, sha
+
+
+def toplevel_commit_and_head(path: Path, ref: str) -> tuple[Path, str, str | None]:
+    """:func:`toplevel_and_commit`, and ``head_commit(top)`` when that same git call told it.
+
+    ``HEAD^{commit}`` joins the one ``rev-parse``; when that call does not
+    answer exactly (an unborn ``HEAD`` fails it), the first two are asked
+    the long way and ``HEAD`` is None: ask :func:`head_commit`, whose error
+    is then the one to give.
+    """
+    return _toplevel_commit_head(path, ref, head=True)
+
+
+def _toplevel_commit_head(path: Path, ref: str, *, head: bool) -> tuple[Path, str, str | None]:
     if _FULL_SHA.fullmatch(ref):
+        heads = ("HEAD^{commit}",) if head else ()
         try:
-            lines = git("rev-parse", "--show-toplevel", f"{ref}^{{commit}}", "--", cwd=path)
+            lines = git("rev-parse", "--show-toplevel", f"{ref}^{{commit}}", *heads, "--", cwd=path)
         except GitError:
             lines = ""
-        parts = lines.split("\n")  # the top, the id, and the "--" rev-parse echoes
-        if len(parts) == 4 and parts[0] and parts[1:] == [ref, "--", ""]:
-            return Path(os.path.realpath(parts[0])), ref
+        parts = lines.split("\n")  # the top, the ids, and the "--" rev-parse echoes
+        if len(parts) == 4 + head and parts[0] and parts[1] == ref and parts[-2:] == ["--", ""]:
+            named = parts[2] if head else None
+            if named is None or _FULL_SHA.fullmatch(named):
+                return Path(os.path.realpath(parts[0])), ref, named
     top_path = repo_toplevel(path)
-    return top_path, resolve_commit(top_path, ref)
+    return top_path, resolve_commit(top_path, ref), None
 
 
 def _abbreviates_an_object(repo: Path, prefix: str) -> bool:
@@ -368,6 +411,8 @@ class DetachedWorktree:
         self._tmp_root = tmp_root
         self.scratch: Path | None = None
         self.path: Path | None = None
+        self._removal: contextlib.ExitStack | None = None
+        self._removing: subprocess.Popen[bytes] | None = None
 
     def create(self, *, meanwhile: Callable[[Path], None] | None = None) -> Path:
         """Add the worktree; returns its path.  It must lie outside the checkout.
@@ -405,18 +450,41 @@ class DetachedWorktree:
         has neither, so anything there was put there by a hook or a filter.
         """
         assert self.path is not None, "create() first"
-        head = git("rev-parse", "HEAD", cwd=self.path).strip()
+        # Both read-only (no optional locks), so they run side by side; HEAD's error comes first.
+        head_args = ("rev-parse", "HEAD")
+        status_args = ("status", "--porcelain", "--untracked-files=all", "--ignored")
+        with (
+            _started(head_args, cwd=self.path) as head_call,
+            _started(status_args, cwd=self.path) as status_call,
+        ):
+            head = _answer(head_call, head_args).decode("utf-8", "replace").strip()
+            status = _answer(status_call, status_args).decode("utf-8", "replace").splitlines()
         found: list[str] = []
         if head != self.commit:
             found.append(f"worktree HEAD is {head}, expected base {self.commit}")
-        status = git(
-            "status", "--porcelain", "--untracked-files=all", "--ignored", cwd=self.path
-        ).splitlines()
         if status:
             shown = ", ".join(line.strip() for line in status[:5])
             more = f" and {len(status) - 5} more" if len(status) > 5 else ""
             found.append(f"base worktree is not clean: {shown}{more}")
         return found
+
+    def start_removal(self) -> None:
+        """Start git's removal of the worktree: what the caller does next runs beside it.
+
+        For a caller done with the worktree itself (not with ``scratch``):
+        :meth:`remove` waits for git and finishes the removal.
+        """
+        if self.path is None or self._removal is not None:
+            return
+        from flakecore.gate.runtime import signals_deferred  # noqa: PLC0415 - see remove()
+
+        with signals_deferred():
+            self._removal = contextlib.ExitStack()
+            # Held until remove() has git's answer: no other add or prune meanwhile.
+            self._removal.enter_context(_WORKTREES)
+            args = ("worktree", "remove", "--force", "--force", str(self.path))
+            with contextlib.suppress(GitError):  # git's own failure, as a failed removal
+                self._removing = self._removal.enter_context(_started(args, cwd=self.repo))
 
     def remove(self) -> None:
         """Remove the worktree and the temporary directory; prune git's bookkeeping if left.
@@ -429,11 +497,14 @@ class DetachedWorktree:
 
         with signals_deferred():
             removed = False
-            if self.path is not None:
-                # Half-created or already gone: the rmtree and prune below finish it.
-                with contextlib.suppress(GitError), _WORKTREES:
-                    git("worktree", "remove", "--force", "--force", str(self.path), cwd=self.repo)
-                    removed = True
+            # Half-created or already gone: the rmtree and prune below finish it.
+            self.start_removal()
+            if self._removal is not None:
+                with self._removal, contextlib.suppress(GitError):
+                    if self._removing is not None:
+                        _answer(self._removing, ("worktree",))
+                        removed = True
+                self._removal = self._removing = None
             if self.scratch is not None:
                 import shutil  # noqa: PLC0415 - only a worktree's cleanup needs it (and zlib, bz2, lzma)
 

@@ -641,7 +641,7 @@ def test_github_output_annotates_and_appends_the_step_summary(
 
 
 def test_a_replay_given_the_resolved_base_is_the_replay_that_resolves_it(tmp_path: Path) -> None:
-    """The CLI hands the replay the checkout and base its configuration resolved: same outcome."""
+    """The CLI hands the replay the checkout, base and HEAD its configuration resolved: same outcome."""
     from flakecore.gate.replay import ExitStatusJudge, ReplayOutcome, ReplayRequest, run_replay
 
     repo = make_repo(tmp_path)
@@ -653,7 +653,8 @@ def test_a_replay_given_the_resolved_base_is_the_replay_that_resolves_it(tmp_pat
     )  # fmt: skip
     judge = ExitStatusJudge(frozenset({1}))
     alone = run_replay(request, judge=judge)
-    given = run_replay(request, judge=judge, resolved=(repo.path.resolve(), repo.base))
+    resolved = (repo.path.resolve(), repo.base)
+    given = run_replay(request, judge=judge, resolved=resolved, head=repo.head)
     assert alone.base_sha == repo.base
 
     def timeless(outcome: ReplayOutcome) -> dict[str, object]:  # attempts differ in duration only
@@ -668,3 +669,25 @@ def test_a_replay_given_the_resolved_base_is_the_replay_that_resolves_it(tmp_pat
         alone.decision.reasons,
     )
     assert given.packet == alone.packet and given.packet is not None
+
+
+def test_head_moved_during_the_replay_is_incomplete_and_writes_nothing(
+    repo: SampleRepo, tmp_path: Path
+) -> None:
+    """``HEAD`` read with ``--base`` (one git call) is asked again after the attempts."""
+    # (the checkout found from the worktree at run time: a path to it in argv is refused first)
+    move = (
+        "import os, subprocess; common = subprocess.run(['git', 'rev-parse', '--git-common-dir'], "
+        "capture_output=True, text=True, check=True).stdout.strip(); "
+        "subprocess.run(['git', '-C', os.path.dirname(os.path.abspath(common)), 'commit', '-q', "
+        "'--allow-empty', '-m', 'moved'], check=True)"
+    )
+    out = tmp_path / "freeze.json"
+    command = [sys.executable, "-c", move, "{seed}"]
+    run = repo.flakecore(*repo.replay_args(seed="3", out=out, command=command, attempts=1))
+    d = decision(run)
+    assert (run.returncode, d["code"]) == (1, "REJECT_INCOMPLETE")
+    assert d["reasons"] == ["HEAD of the scored checkout moved during the replay"]
+    assert d["replay"]["head_sha"] == repo.head != git(repo.path, "rev-parse", "HEAD").strip()
+    assert not out.exists()
+    repo.assert_clean()
