@@ -1098,6 +1098,33 @@ def test_the_sound_lease_check_is_the_worded_one(
     assert got == worded
 
 
+class _Text(str):
+    """A ``str`` subclass: the helpers below must take the patterns' way for it."""
+
+
+#: Digest-like texts: right and wrong lengths, cases and characters, plain or a subclass.
+HEXISH = st.builds(
+    lambda text, sub: _Text(text) if sub else text,
+    st.text(st.sampled_from("0af9AF g\u0660"), max_size=66)
+    | st.sampled_from(["a" * 64, "f" * 40, "0" * 64, "f" * 39, "A" * 64, "a" * 63 + "\u0660"]),
+    st.booleans(),
+)
+
+
+@settings(max_examples=1500)
+@given(st.one_of(HEXISH, LEASE_VALUES), st.one_of(HEXISH, LEASE_VALUES, st.just(_fields.MISSING)))
+def test_one_hex_test_of_the_lease_digests_is_the_two_checks(pinned: object, patch: object) -> None:
+    slow = is_digest(pinned) and (patch is _fields.MISSING or is_commit_id(patch))
+    assert lease_module._digests_sound(pinned, patch) is slow
+
+
+@settings(max_examples=1500)
+@given(st.lists(st.one_of(LEASE_VALUES, TEXT, TEXT.map(_Text)), min_size=1, max_size=3))
+def test_one_text_test_of_the_lease_identities_is_each_ones(values: list[object]) -> None:
+    slow = all(identity.is_identity(v) for v in values)
+    assert lease_module._identities(*values) is slow
+
+
 def test_the_sound_lease_check_passes_the_valid_lease() -> None:
     """The fast path is taken for the valid record (else it would never pay)."""
     record = lease_record()
