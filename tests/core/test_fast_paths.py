@@ -672,6 +672,42 @@ def test_below_is_pathlibs_relative_to(path: str, top: str) -> None:
     assert basetrust._below(os.path.normpath(path), root) == expected
 
 
+@pytest.fixture(scope="module")
+def link_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``top`` (a checkout with ``d``, a link ``ln`` to it) and ``out`` (a link ``in`` to ``top/d``)."""
+    root = Path(os.path.realpath(tmp_path_factory.mktemp("places")))
+    (root / "top" / "d").mkdir(parents=True)
+    (root / "out").mkdir()
+    (root / "top" / "ln").symlink_to("d")
+    (root / "out" / "in").symlink_to(root / "top" / "d")
+    return root
+
+
+PLACE_PARTS = st.lists(
+    st.sampled_from(["d", "ln", "..", ".", "", "x.json", "top", "out", "in"]), max_size=5
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.tuples(st.booleans(), PLACE_PARTS), max_size=6),
+    st.sampled_from(["top", "top/d", "", "out", "top/ln"]),
+)
+def test_places_by_directory_are_each_paths_own(
+    link_tree: Path, paths: list[tuple[bool, list[str]]], cwd: str
+) -> None:
+    top = link_tree / "top"
+    written = [(str(link_tree) + "/" if absolute else "") + "/".join(p) for absolute, p in paths]
+    with contextlib.chdir(link_tree / cwd):
+        expected = {}
+        for path in written:
+            with contextlib.suppress(attestation.Untrusted):
+                if (where := basetrust._in_checkout(path, top, os.getcwd())) is not None:
+                    name = posixpath.normpath(where)
+                    expected[path] = (where, name, posixpath.dirname(name))
+        assert basetrust._places(written, top) == expected
+
+
 def _judged(kind: str, packet: dict[str, object]) -> Decision[Any]:
     if kind == "admit":
         return admit(packet)
