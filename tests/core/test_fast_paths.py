@@ -698,7 +698,9 @@ def test_places_by_directory_are_each_paths_own(
 ) -> None:
     top = link_tree / "top"
     written = [(str(link_tree) + "/" if absolute else "") + "/".join(p) for absolute, p in paths]
-    with contextlib.chdir(link_tree / cwd):
+    before = os.getcwd()
+    os.chdir(link_tree / cwd)
+    try:
         expected = {}
         for path in written:
             with contextlib.suppress(attestation.Untrusted):
@@ -706,6 +708,8 @@ def test_places_by_directory_are_each_paths_own(
                     name = posixpath.normpath(where)
                     expected[path] = (where, name, posixpath.dirname(name))
         assert basetrust._places(written, top) == expected
+    finally:
+        os.chdir(before)
 
 
 def _judged(kind: str, packet: dict[str, object]) -> Decision[Any]:
