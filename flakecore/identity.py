@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # for type checkers; at run time it loads on first use
 __all__ = [
     "LOCAL_IMAGE",
     "RunnerId",
+    "identity_key",
     "identity_problem",
     "is_identity",
     "is_runner_id",
@@ -109,8 +110,8 @@ def _fold_slow(text: str) -> str:
     return "".join(ch for ch in folded if not ch.isspace() and unicodedata.category(ch) != "Cf")
 
 
-def _fold(text: str) -> str:
-    """The comparison key: NFKC, case folding, whitespace and format characters removed.
+def identity_key(text: str) -> str:
+    """:func:`same_identity`'s key: NFKC, case folding, whitespace and format characters removed.
 
     ASCII text (every valid identity) takes a fast path with the same answer:
     NFKC leaves ASCII unchanged, ``casefold`` on ASCII is ``lower``, ASCII has
@@ -130,7 +131,7 @@ def same_identity(a: str, b: str) -> bool:
     identities that differ only there are one identity pretending to be two,
     and must not vouch for each other.
     """
-    return _fold(a) == _fold(b)
+    return identity_key(a) == identity_key(b)
 
 
 #: Runner ids are identities: the same comparison, under the name the decide policy uses.

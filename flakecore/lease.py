@@ -41,10 +41,10 @@ from flakecore._fields import (
 from flakecore._wording import plural
 from flakecore.classify import ClassifyDecision, classify, replays_sound
 from flakecore.codes import ClassifyClass
-from flakecore.digest import commit_id_problem, is_commit_id, is_digest
+from flakecore.digest import commit_id_problem, is_commit_id, is_digest, is_lower_hex
 from flakecore.identity import (
+    identity_key,
     identity_problem,
-    is_identity,
     is_runner_id,
     runner_id_problem,
     same_identity,
@@ -378,7 +378,7 @@ def lease_problems(
     that are not apart; and, when ``patch_hash``/``oracle_version`` are given,
     a lease bound to another patch or oracle (or to none).
     """
-    if not isinstance(record, Mapping):
+    if type(record) is not dict and not isinstance(record, Mapping):  # the ABC test for others
         return ["a lease must be a JSON object"]
     if _lease_sound(record, now, policy, patch_hash, oracle_version):
         return []  # a valid lease (what CI mostly checks): nothing to word
@@ -413,6 +413,32 @@ def _positive_int(value: object) -> bool:
     return is_int(value) and value >= 1  # type: ignore[operator]
 
 
+def _digests_sound(pinned: object, patch: object) -> bool:
+    """``is_digest(pinned)`` and, when present, ``is_commit_id(patch)``: one hex test of both.
+
+    Lowercase hex of even lengths joined is lowercase hex exactly when each part is.
+    """
+    if type(pinned) is not str or len(pinned) != 64:
+        return is_digest(pinned) and (patch is MISSING or is_commit_id(patch))
+    if patch is MISSING:
+        return is_lower_hex(pinned)
+    if type(patch) is not str or (len(patch) != 40 and len(patch) != 64):
+        return is_commit_id(patch) and is_digest(pinned)
+    return is_lower_hex(pinned + patch)
+
+
+def _identities(*values: object) -> bool:
+    """``all(is_identity(v) for v in values)``: each a non-blank ``str``, their text tested once.
+
+    Printable ASCII joined is printable ASCII exactly when each part is.
+    """
+    for value in values:
+        if not (isinstance(value, str) and value.strip()):
+            return False
+    joined = "".join(values)  # type: ignore[arg-type]  # every one a str (above)
+    return joined.isascii() and joined.isprintable()
+
+
 def _lease_sound(
     record: Mapping[str, object],
     now: dt.datetime,
@@ -435,15 +461,13 @@ def _lease_sound(
     test_id, canary, owner = record["test_id"], record["canary"], record["owner"]
     if not (isinstance(test_id, str) and test_id.strip()):
         return False
-    if not (isinstance(canary, str) and canary.strip()) or not is_identity(owner):
+    if not (isinstance(canary, str) and canary.strip()):
         return False
-    if record["class"] != _FLAKE or not is_digest(record["pinned_sha256"]):
-        return False
-    if record["origin_passed"] is not False:
+    if record["class"] != _FLAKE or record["origin_passed"] is not False:
         return False
     if record["property_verdict"] != "pass" or record["pin_status"] != "match":
         return False
-    if "patch_hash" in record and not is_commit_id(record["patch_hash"]):
+    if not _digests_sound(record["pinned_sha256"], get("patch_hash", MISSING)):
         return False
     if "oracle_version" in record and not is_nonblank(record["oracle_version"]):
         return False
@@ -463,10 +487,11 @@ def _lease_sound(
     if greens != [r["passed"] for r in replays].count(True):
         return False  # each passed is a bool (replays_sound); at least one green: greens >= 1
     host, acceptor, author = record["replay_host"], record["accepted_by"], record["patch_author"]
-    if not (is_runner_id(host) and is_identity(acceptor) and is_identity(author)):
+    if not (is_runner_id(host) and _identities(owner, acceptor, author)):
         return False
     assert isinstance(host, str) and isinstance(acceptor, str) and isinstance(author, str)
-    if same_identity(acceptor, host) or same_identity(acceptor, author):
+    key = identity_key(acceptor)  # folded once, compared with both
+    if key == identity_key(host) or key == identity_key(author):
         return False
     if now.tzinfo is None or now.utcoffset() is None:
         return False

@@ -238,17 +238,10 @@ def base_files(trust: RecordTrust, paths: Sequence[str]) -> Iterator[None]:
     wanted: dict[str, list[str]] = {}
     places: dict[tuple[Path, str], str] = {}
     names: dict[str, str] = {}  # each path's name from the top, normalized
-    cwd = os.getcwd()  # abspath asks for it per path (a tenth of a record's reading)
-    for path in paths:
-        try:
-            where = _in_checkout(path, top, cwd)
-        except Untrusted:
-            continue
-        if where is not None:
-            places[(top, path)] = where
-            name = posixpath.normpath(where)
-            names[path] = name
-            wanted.setdefault(posixpath.dirname(name), []).append(name)
+    for path, (where, name, directory) in _places(paths, top).items():
+        places[(top, path)] = where
+        names[path] = name
+        wanted.setdefault(directory, []).append(name)
     listings: dict[str, TreeEntry | None] = {}
     for directory, listed_names in wanted.items():
         # A name the listing of its directory lacks has no entry alone either (nor has
@@ -291,6 +284,45 @@ def base_files(trust: RecordTrust, paths: Sequence[str]) -> Iterator[None]:
             fd = _WALKED.pop(walk, None)
             if fd is not None:
                 os.close(fd)
+
+
+def _places(paths: Sequence[str], top: Path) -> dict[str, tuple[str, str, str]]:
+    """Each path in the checkout: its :func:`_in_checkout`, that normalized, and its directory.
+
+    A refused path is left out.  A directory's many records are placed from
+    the directory's own place, worked out once: below a directory that lies
+    in the checkout (a normalized place), a plain name (not empty, ``.`` or
+    ``..``) lies there too, one ``/`` further, and is normalized already.
+    Anything else, and a directory outside, is placed path by path.
+    """
+    cwd = os.getcwd()  # abspath asks for it per path (a tenth of a record's reading)
+    plain = not (cwd.startswith("//") or str(top).startswith("//") or str(top) == "/")
+    directories: dict[str, str | None] = {}
+    places: dict[str, tuple[str, str, str]] = {}
+    for path in paths:
+        head, _, name = path.rpartition("/")
+        if plain and head and name not in ("", ".", "..") and not path.startswith("//"):
+            if head not in directories:
+                try:
+                    directories[head] = _in_checkout(head, top, cwd)
+                except Untrusted:
+                    directories[head] = None
+            inside = directories[head]
+            if inside == ".":
+                places[path] = (name, name, "")
+                continue
+            if inside is not None:
+                where = inside + "/" + name
+                places[path] = (where, where, inside)
+                continue
+        try:
+            where_written = _in_checkout(path, top, cwd)
+        except Untrusted:
+            continue
+        if where_written is not None:
+            normal = posixpath.normpath(where_written)
+            places[path] = (where_written, normal, posixpath.dirname(normal))
+    return places
 
 
 def _held_records(

@@ -338,7 +338,7 @@ def check_record(
     a loader that looks the test up by id would miss it, or find two.
     ``trust`` is why the record counts, carried into the verdict.
     """
-    if not isinstance(data, Mapping):
+    if type(data) is not dict and not isinstance(data, Mapping):  # the ABC test for others
         return RecordCheck(path=path, kind="unknown", test_id=None, problems=("not a JSON object",))
     kind = _KINDS.get(data.get("format"), "unknown")  # type: ignore[arg-type]
     test_id = data.get("test_id")

@@ -705,6 +705,46 @@ def test_below_is_pathlibs_relative_to(path: str, top: str) -> None:
     assert basetrust._below(os.path.normpath(path), root) == expected
 
 
+@pytest.fixture(scope="module")
+def link_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``top`` (a checkout with ``d``, a link ``ln`` to it) and ``out`` (a link ``in`` to ``top/d``)."""
+    root = Path(os.path.realpath(tmp_path_factory.mktemp("places")))
+    (root / "top" / "d").mkdir(parents=True)
+    (root / "out").mkdir()
+    (root / "top" / "ln").symlink_to("d")
+    (root / "out" / "in").symlink_to(root / "top" / "d")
+    return root
+
+
+PLACE_PARTS = st.lists(
+    st.sampled_from(["d", "ln", "..", ".", "", "x.json", "top", "out", "in"]), max_size=5
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.tuples(st.booleans(), PLACE_PARTS), max_size=6),
+    st.sampled_from(["top", "top/d", "", "out", "top/ln"]),
+)
+def test_places_by_directory_are_each_paths_own(
+    link_tree: Path, paths: list[tuple[bool, list[str]]], cwd: str
+) -> None:
+    top = link_tree / "top"
+    written = [(str(link_tree) + "/" if absolute else "") + "/".join(p) for absolute, p in paths]
+    before = os.getcwd()
+    os.chdir(link_tree / cwd)
+    try:
+        expected = {}
+        for path in written:
+            with contextlib.suppress(attestation.Untrusted):
+                if (where := basetrust._in_checkout(path, top, os.getcwd())) is not None:
+                    name = posixpath.normpath(where)
+                    expected[path] = (where, name, posixpath.dirname(name))
+        assert basetrust._places(written, top) == expected
+    finally:
+        os.chdir(before)
+
+
 def _judged(kind: str, packet: dict[str, object]) -> Decision[Any]:
     if kind == "admit":
         return admit(packet)
@@ -1129,6 +1169,33 @@ def test_the_sound_lease_check_is_the_worded_one(
         record, now=now, policy=policy, patch_hash=patch_hash, oracle_version=oracle
     )
     assert got == worded
+
+
+class _Text(str):
+    """A ``str`` subclass: the helpers below must take the patterns' way for it."""
+
+
+#: Digest-like texts: right and wrong lengths, cases and characters, plain or a subclass.
+HEXISH = st.builds(
+    lambda text, sub: _Text(text) if sub else text,
+    st.text(st.sampled_from("0af9AF g\u0660"), max_size=66)
+    | st.sampled_from(["a" * 64, "f" * 40, "0" * 64, "f" * 39, "A" * 64, "a" * 63 + "\u0660"]),
+    st.booleans(),
+)
+
+
+@settings(max_examples=1500)
+@given(st.one_of(HEXISH, LEASE_VALUES), st.one_of(HEXISH, LEASE_VALUES, st.just(_fields.MISSING)))
+def test_one_hex_test_of_the_lease_digests_is_the_two_checks(pinned: object, patch: object) -> None:
+    slow = is_digest(pinned) and (patch is _fields.MISSING or is_commit_id(patch))
+    assert lease_module._digests_sound(pinned, patch) is slow
+
+
+@settings(max_examples=1500)
+@given(st.lists(st.one_of(LEASE_VALUES, TEXT, TEXT.map(_Text)), min_size=1, max_size=3))
+def test_one_text_test_of_the_lease_identities_is_each_ones(values: list[object]) -> None:
+    slow = all(identity.is_identity(v) for v in values)
+    assert lease_module._identities(*values) is slow
 
 
 def test_the_sound_lease_check_passes_the_valid_lease() -> None:
