@@ -71,8 +71,6 @@ GIT_TIMEOUT_S: Final = 120.0
 #: The file whose ``[tool.flakecore]`` table is policy, and the name its change is shown under.
 _PYPROJECT: Final = "pyproject.toml"
 POLICY_TABLE: Final = "pyproject.toml [tool.flakecore]"
-#: git's file modes for a symlink and a gitlink (a submodule's commit).
-_LINK_MODES: Final = frozenset({"120000", "160000"})
 #: What ``git diff --raw -z`` prints for each path (both modes, both object ids, a status),
 #: when neither mode is a symlink's or a gitlink's.
 _PLAIN_ENTRIES: Final = re.compile(
@@ -96,6 +94,7 @@ class Change:
 
 
 def _link(old_mode: str, new_mode: str) -> str | None:
+    """A gitlink's (a submodule's commit) or a symlink's mode on either side, by its name."""
     if "160000" in (old_mode, new_mode):
         return "submodule"
     return "symlink" if "120000" in (old_mode, new_mode) else None
