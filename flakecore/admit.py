@@ -18,7 +18,7 @@ from flakecore._fields import (
     wire_form,
 )
 from flakecore.codes import AdmitCode, PolicyName
-from flakecore.decision import Decision
+from flakecore.decision import Decision, trusted_decision
 from flakecore.digest import is_commit_id, is_digest
 from flakecore.exits import ADMIT_EXIT
 from flakecore.policy import DEFAULT_POLICY, Policy
@@ -92,13 +92,13 @@ def _reasons(packet: Mapping[str, object]) -> list[str]:
 
 def admit_verdict(code: AdmitCode, *reasons: str, policy: Policy) -> AdmitDecision:
     """An ``admit`` decision for ``code`` (also used by ``replay`` when it must refuse early)."""
-    return Decision(
-        policy=PolicyName.ADMIT,
-        code=code,
-        exit_code=ADMIT_EXIT[code],
-        accepted=code is AdmitCode.ACCEPT_PREEXISTING,
-        reasons=reasons,
-        policy_values=policy.values("attempt_cap", "min_base_misses"),
+    return trusted_decision(  # the constructor's decision, slot by slot (as decide's)
+        PolicyName.ADMIT,
+        code,
+        ADMIT_EXIT[code],
+        code is AdmitCode.ACCEPT_PREEXISTING,
+        reasons,
+        policy.values("attempt_cap", "min_base_misses"),
     )
 
 

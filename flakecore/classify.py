@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import attrs
@@ -160,32 +160,44 @@ def replays_sound(replays: list[object]) -> bool:
 
     The lease check asks it too: a lease holds its replays as a classify report does.
     """
+    return _sound_greens(replays) >= 0
+
+
+def _sound_greens(replays: list[object]) -> int:
+    """The green replays of sound ``replays`` (:func:`replays_sound`), -1 when they are not.
+
+    ``classify`` counts its greens in the same pass: a sound replay's
+    ``passed`` is a JSON boolean, so it is green exactly when it is true.
+    """
     ids: set[str] = set()
+    greens = 0
     for replay in replays:
         if not isinstance(replay, dict) or not _REPLAY_KEYS.issuperset(replay):
-            return False
+            return -1
         attempt_id, passed = replay.get("attempt_id"), replay.get("passed")
         if not isinstance(attempt_id, str) or not attempt_id.strip() or attempt_id in ids:
-            return False
+            return -1
         ids.add(attempt_id)
-        if passed is not True and passed is not False:
-            return False
+        if passed is True:
+            greens += 1
+        elif passed is not False:
+            return -1
         exit_code, duration = replay.get("exit_code"), replay.get("duration_s")
         if exit_code is not None:
             if type(exit_code) is int:  # is_int, inline for the common type
                 if not -MAX_SAFE_INTEGER <= exit_code <= MAX_SAFE_INTEGER:
-                    return False
+                    return -1
             elif not is_int(exit_code):
-                return False
+                return -1
             if passed and exit_code != 0:
-                return False
+                return -1
         if duration is not None:
             if type(duration) is float or type(duration) is int:  # is_number and >= 0, inline
                 if not 0 <= duration <= MAX_SAFE_INTEGER:  # NaN compares false
-                    return False
+                    return -1
             elif not (is_number(duration) and duration >= 0):
-                return False
-    return True
+                return -1
+    return greens
 
 
 def _replay_problems(replays: object) -> list[str]:
@@ -244,7 +256,8 @@ def lease_window_problems(
     problems: list[str] = []
     if (problem := identity_problem(owner)) is not None:
         problems.append(f"owner {problem}")
-    if now.tzinfo is None or now.utcoffset() is None:
+    limit = _lease_limit(now, policy.max_lease_days)
+    if limit is None and (now.tzinfo is None or now.utcoffset() is None):
         problems.append("the evaluation time is naive")
         return problems
     if expires_at is MISSING or expires_at is None:
@@ -257,7 +270,7 @@ def lease_window_problems(
         return problems
     if expiry <= now:
         problems.append(f"expires_at {format_rfc3339(expiry)} is not after now")
-    elif expiry - now > policy.max_lease:  # subtract: now + max_lease overflows past 9999
+    elif expiry > limit if limit is not None else expiry - now > policy.max_lease:
         problems.append(f"expires_at is more than {plural(policy.max_lease_days, 'day')} away")
     return problems
 
@@ -275,6 +288,31 @@ def _now_text(now: dt.datetime) -> str | None:
     text = format_rfc3339(now) if aware else None
     _last_now[:] = [(now, text)]
     return text
+
+
+#: The last evaluation time and longest lease, and the latest expiry they allow.
+_last_limit: list[tuple[dt.datetime, int, dt.datetime | None]] = []
+
+
+def _lease_limit(now: dt.datetime, days: int) -> dt.datetime | None:
+    """``now`` plus ``days``, kept for the same ``now`` object; None: subtract instead.
+
+    With a fixed offset (``datetime.timezone``, what an RFC 3339 text
+    parses to) ``expiry > now + lease`` is ``expiry - now > lease``; another
+    zone adds wall time, and ``now + lease`` may overflow past 9999, so
+    either is left to the subtraction.
+    """
+    last = _last_limit[0] if _last_limit else None
+    if last is not None and last[0] is now and last[1] == days:
+        return last[2]
+    limit: dt.datetime | None = None
+    if type(now.tzinfo) is dt.timezone:
+        try:
+            limit = now + dt.timedelta(days=days)
+        except OverflowError:
+            limit = None
+    _last_limit[:] = [(now, days, limit)]
+    return limit
 
 
 def _incomplete(packet: Mapping[str, object]) -> list[str]:
@@ -310,9 +348,8 @@ def classify(
     values["now"] = _now_text(now)
 
     def verdict(
-        code: ClassifyClass, *reasons: str, replays: Sequence[Mapping[str, object]] = ()
+        code: ClassifyClass, *reasons: str, replays: int = 0, greens: int = 0
     ) -> ClassifyDecision:
-        greens = sum(1 for r in replays if r["passed"] is True)
         lease: list[str] = []
         if code is ClassifyClass.FLAKE:
             lease = lease_window_problems(
@@ -323,7 +360,7 @@ def classify(
         if code is ClassifyClass.FLAKE and not allowed:
             exit_code = CLASSIFY_FLAKE_LEASE_REFUSED
         return _classified(
-            code, exit_code, allowed, reasons, values, allowed, tuple(lease), len(replays), greens
+            code, exit_code, allowed, reasons, values, allowed, tuple(lease), replays, greens
         )
 
     if type(data) is not dict and not isinstance(data, Mapping):
@@ -340,8 +377,9 @@ def classify(
     if origin is True:
         return verdict(ClassifyClass.INCOMPLETE, "the origin run passed: nothing to classify")
     replays = data.get("replays", MISSING)
-    if problems := _replay_problems(replays):
-        return verdict(ClassifyClass.INCOMPLETE, *problems)
+    greens = _sound_greens(replays) if isinstance(replays, list) else -1
+    if greens < 0:  # worded only now: a sound report's replays are checked once, in one pass
+        return verdict(ClassifyClass.INCOMPLETE, *_replay_problems(replays))
     assert isinstance(replays, list)
     n = data.get("budget", policy.replay_budget)
     if not is_count(n) or n < policy.replay_budget:  # type: ignore[operator]
@@ -354,11 +392,11 @@ def classify(
             ClassifyClass.INCOMPLETE,
             f"{plural(len(replays), 'replay')} for a budget of {n}: not filled",
         )
-    if not any(r["passed"] for r in replays):
-        return verdict(
-            ClassifyClass.STABLE_RED, f"red on all {plural(n, 'replay')}", replays=replays
-        )
-    return verdict(ClassifyClass.FLAKE, "at least one green in a full budget", replays=replays)
+    if not greens:
+        return verdict(ClassifyClass.STABLE_RED, f"red on all {plural(n, 'replay')}", replays=n)
+    return verdict(
+        ClassifyClass.FLAKE, "at least one green in a full budget", replays=n, greens=greens
+    )
 
 
 def freeze_allowed(

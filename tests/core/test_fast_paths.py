@@ -847,6 +847,28 @@ def test_the_sound_replays_check_is_the_worded_one(replays: object) -> None:
     worded = classify_module._worded_replay_problems(replays)
     assert classify_module.replays_sound(replays) is (worded == [])
     assert classify_module._replay_problems(replays) == worded
+    greens = sum(1 for r in replays if r["passed"] is True) if worded == [] else -1
+    assert classify_module._sound_greens(replays) == greens  # classify's count, in the same pass
+
+
+FIXED = st.builds(
+    dt.timezone, st.integers(-1439, 1439).map(lambda minutes: dt.timedelta(minutes=minutes))
+)
+
+
+@settings(max_examples=1000)
+@given(
+    st.datetimes(timezones=st.none() | st.timezones() | FIXED),
+    st.datetimes(timezones=FIXED),
+    st.sampled_from([1, 14, 365, 999_999_999]),
+)
+def test_the_kept_lease_limit_is_the_subtraction(now: Any, expiry: Any, days: int) -> None:
+    for _ in range(2):  # the second time, from what was kept
+        limit = classify_module._lease_limit(now, days)
+        if now.tzinfo is None:
+            assert limit is None
+        if limit is not None:
+            assert (expiry > limit) is (expiry - now > dt.timedelta(days=days))
 
 
 STAMPS = st.one_of(
