@@ -1287,3 +1287,43 @@ def test_a_kept_lease_window_is_each_policys_own(days: list[int]) -> None:
     for n in days:
         policy = Policy(max_lease_days=n)
         assert lease_module._max_lease(policy) == policy.max_lease
+
+
+#: Objects whose keys repeat or not, in arrays and objects, with the spellings that
+#: could fool a count of key ends: whitespace before the colon, a string that starts
+#: with a colon, escaped keys, ``\u0022``, big integers, exponents, NaN in and out of
+#: strings.  Most have no backslash (the hook-free decode's texts).
+_PLAIN_LEAVES = ["1", "-2", "3.5", "1e5", "2E-3", "1e999", "9" * 40, "-" + "9" * 40,
+                 "-" + "9" * 39, "9" * 41, "NaN", "-Infinity", '"NaN"', '"1e9"', '" :x"',
+                 '":"', "true", "null", "{}", "[]"]
+_PLAIN_KEYS = ['"a"', '"b"', '"a" ', '"b"\n ', '"x:"', '" :"']
+KEYISH = st.recursive(
+    st.one_of(
+        st.sampled_from(_PLAIN_LEAVES),
+        st.sampled_from(['"\\u0022:"', '"a\\"b"', '"\\u00e9"']),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4).map(lambda items: "[" + ",".join(items) + "]"),
+        st.lists(
+            st.tuples(
+                st.one_of(st.sampled_from(_PLAIN_KEYS), st.sampled_from(['"\\u0061"', '"\\u0022"'])),
+                inner,
+            ),
+            max_size=4,
+        ).map(lambda pairs: "{" + ",".join(f"{k}:{v}" for k, v in pairs) + "}"),
+    ),
+    max_leaves=12,
+)  # fmt: skip
+
+
+@settings(max_examples=2000)
+@given(KEYISH, st.sampled_from(["", "\n", " ", " x"]))
+def test_the_hook_free_decode_judges_as_the_hooks_do(text: str, after: str) -> None:
+    data = (text + after).encode()
+    fast = _outcome(data)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jsonio, "_plain", lambda text: jsonio._NOT_PLAIN)
+        slow = _outcome(data)
+    assert fast == slow
+    if not isinstance(fast, tuple):
+        assert json.dumps(fast) == json.dumps(slow)  # the same types and key order
