@@ -1293,28 +1293,9 @@ def test_a_kept_lease_window_is_each_policys_own(days: list[int]) -> None:
 #: could fool a count of key ends: whitespace before the colon, a string that starts
 #: with a colon, escaped keys, ``\u0022``, big integers, exponents, NaN in and out of
 #: strings.  Most have no backslash (the hook-free decode's texts).
-_PLAIN_LEAVES = [
-    "1",
-    "-2",
-    "3.5",
-    "1e5",
-    "2E-3",
-    "1e999",
-    "9" * 40,
-    "-" + "9" * 40,
-    "-" + "9" * 39,
-    "9" * 41,
-    "NaN",
-    "-Infinity",
-    '"NaN"',
-    '"1e9"',
-    '" :x"',
-    '":"',
-    "true",
-    "null",
-    "{}",
-    "[]",
-]
+_PLAIN_LEAVES = ["1", "-2", "3.5", "1e5", "2E-3", "1e999", "9" * 40, "-" + "9" * 40,
+                 "-" + "9" * 39, "9" * 41, "NaN", "-Infinity", '"NaN"', '"1e9"', '" :x"',
+                 '":"', "true", "null", "{}", "[]"]
 _PLAIN_KEYS = ['"a"', '"b"', '"a" ', '"b"\n ', '"x:"', '" :"']
 KEYISH = st.recursive(
     st.one_of(
