@@ -135,42 +135,6 @@ def _decode(text: str) -> object:
     return _DECODER.decode(text)
 
 
-#: The decoder without hooks: C only, for a text :func:`_plain` proves the hooks accept.
-_PLAIN_SCAN = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
-#: Where a number hook could refuse: 40 digits in a row (an integer over 40 characters
-#: with its sign), an exponent (a float that overflows), NaN and Infinity.  A hit inside
-#: a string only sends the text to the hook decoder.
-_HOOKED = re.compile(r"\d{40}|\d[eE]|NaN|Infinity")
-#: A quote, JSON's whitespace, a colon: where a key ends (and, rarely, a string starts).
-_KEY_END = re.compile(r'"[ \t\n\r]*:')
-#: What :func:`_plain` returns for a text it leaves to the hook decoder.
-_NOT_PLAIN = object()
-
-
-def _plain(text: str) -> object:
-    """The hook-free decode of a text with no backslash, or :data:`_NOT_PLAIN`.
-
-    Without a backslash no string holds a quote, so every key ends at a
-    quote before a colon: the text's count of those is at least the number
-    of keys, and the decoded objects' sizes add up to it only when no object
-    repeats a key (a repeat is dropped).  The sizes are counted on the C
-    encoder's output, whose ``":`` ends a key and nothing else.  Anything
-    else (an error too) is :data:`_NOT_PLAIN`, for the hook decoder to word.
-    """
-    if text[:1] in _WHITESPACE_OR_EMPTY or _HOOKED.search(text) is not None:
-        return _NOT_PLAIN
-    try:
-        value, end = _PLAIN_SCAN(text, 0)
-    except (StopIteration, ValueError, RecursionError):
-        return _NOT_PLAIN
-    if end != len(text) and text[end:].strip(_WHITESPACE):
-        return _NOT_PLAIN
-    keys = len(_KEY_END.findall(text))
-    if keys and _COMPACT_ONCE(value).count('":') != keys:
-        return _NOT_PLAIN
-    return value
-
-
 def _walk_strings(value: object) -> Iterator[str]:
     stack = [value]
     while stack:
@@ -205,10 +169,6 @@ def loads_strict(data: bytes, *, source: str = "<input>", line: int | None = Non
         ) from None
     if not _depth_ok(text):
         raise LimitError(f"JSON nested deeper than {MAX_DEPTH}", source=source, line=line)
-    if "\\" not in text:
-        value = _plain(text)
-        if value is not _NOT_PLAIN:
-            return value  # no backslash: no escape of a surrogate either
     try:
         value = _decode(text)
     except json.JSONDecodeError as exc:
