@@ -39,6 +39,9 @@ pytestmark = pytest.mark.e2e
 _GIT = r"""#!/bin/sh
 [ "$1 $2" = "worktree add" ] || exec "$REAL_GIT" "$@"
 state="$GIT_SHIM_STATE"
+# Every wait gives up after 60 s (exit 97), so no shim outlives a test that died.
+ticks=0
+tick() { ticks=$((ticks + 1)); [ "$ticks" -lt 6000 ] || exit 97; sleep 0.01; }
 if mkdir "$state/first" 2>/dev/null; then
     half="$("$REAL_GIT" rev-parse --path-format=absolute --git-common-dir)/worktrees/half-added"
     mkdir -p "$half"
@@ -51,14 +54,14 @@ if mkdir "$state/first" 2>/dev/null; then
     waited=0
     until [ -d "$state/second" ] || [ "$waited" -ge 200 ]; do
         [ "$(probes)" -ge 2 ] && waited=$((waited + 1))
-        sleep 0.01
+        tick
     done
-    while [ -d "$state/second" ] && [ ! -d "$state/second-done" ]; do sleep 0.01; done
+    while [ -d "$state/second" ] && [ ! -d "$state/second-done" ]; do tick; done
     rm -rf "$half"
     exec "$REAL_GIT" "$@"
 fi
 mkdir "$state/second" 2>/dev/null
-until [ -d "$state/held" ]; do sleep 0.01; done
+until [ -d "$state/held" ]; do tick; done
 "$REAL_GIT" "$@"
 code=$?
 mkdir "$state/second-done"
