@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, cast
 from flakecore.admit import admit_verdict
 from flakecore.cli._common import adapters, die, write_record
 from flakecore.cli._config import Configured, Need, add_config_arguments, config_from_args
-from flakecore.cli._github import SummaryRow
 from flakecore.cli._output import Output, Result, add_output_arguments, reason_text
 from flakecore.cli._signing import add_signing_arguments, signer_from_args
 from flakecore.codes import AdmitCode, BudgetCode
@@ -44,6 +43,7 @@ from flakecore.gate.runtime import Terminated, adopt_orphans, remove_file, signa
 from flakecore.policy import DEFAULT_POLICY
 
 if TYPE_CHECKING:
+    from flakecore.cli._github import SummaryRow
     from flakecore.evidence import Attempt
     from flakecore.signing import RecordSigner
 
@@ -304,7 +304,12 @@ def _stopped(exc: Terminated) -> int:
     return die(f"stopped by {exc} (worktree removed, no freeze record)", 128 + exc.signum)
 
 
-def _row(test: str, evidence: str, decision: Decision[Any]) -> SummaryRow:
+def _row(output: Output, test: str, evidence: str, decision: Decision[Any]) -> SummaryRow | None:
+    """The step-summary row, built (and the GitHub module loaded) for GitHub output only."""
+    if output.form != "github":
+        return None
+    from flakecore.cli._github import SummaryRow  # noqa: PLC0415
+
     return SummaryRow(
         test=test,
         policy=decision.policy.value,
@@ -352,7 +357,7 @@ def _refused(
         Result(
             json={**output.decision(decision), "input": verb},
             text=[f"{line} -- {reason_text(decision)}"],
-            row=_row(test, "", decision),
+            row=_row(output, test, "", decision),
         )
     )
     return output.finish(decision.exit_code)
@@ -441,7 +446,12 @@ def _run_replay(args: argparse.Namespace) -> int:
         Result(
             json={**output.decision(decision), "input": "replay", **outcome.to_json()},
             text=text,
-            row=_row(args.test_id or args.property_file, _replay_evidence(args, outcome), decision),
+            row=_row(
+                output,
+                args.test_id or args.property_file,
+                _replay_evidence(args, outcome),
+                decision,
+            ),
         )
     )
     return output.finish(decision.exit_code)
@@ -510,7 +520,9 @@ def _run_budget(args: argparse.Namespace) -> int:
                 "record": outcome.record,
             },
             text=[line],
-            row=_row(args.test_id, args.out if outcome.record is not None else "", decision),
+            row=_row(
+                output, args.test_id, args.out if outcome.record is not None else "", decision
+            ),
         )
     )
     return output.finish(decision.exit_code)

@@ -57,7 +57,6 @@ from flakecore.gate.worktree import DetachedWorktree, GitError, head_commit, rep
 from flakecore.gate.worktree import resolve_commit as _resolve_commit
 from flakecore.policy import DEFAULT_POLICY, Policy
 from flakecore.seeds import seed_from_text
-from flakecore.testids import closest_ids
 
 if TYPE_CHECKING:
     from flakecore.attempts import AttemptWriter, LogSummary
@@ -168,6 +167,8 @@ class ReportJudge:
     def _closest(self, path: Path) -> str:
         if self.ids is None:
             return ""
+        from flakecore.testids import closest_ids  # noqa: PLC0415 - a refusal's only
+
         try:
             near = closest_ids(self.test_id, self.ids(path))
         except (InputError, OSError, ValueError):

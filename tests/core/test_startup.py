@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import hashlib
 import importlib
 import io
 import subprocess
@@ -416,6 +417,36 @@ def test_guard_with_no_config_loads_no_trust_layer(tmp_path: Path) -> None:
         "flakecore.cli._github",  # --format github only
     }
     assert not loaded & unneeded
+
+
+def test_a_replay_in_json_loads_no_github_output_and_no_closest_ids(tmp_path: Path) -> None:
+    """The GitHub row is built for ``--format github`` only, the closest ids for a refusal only."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "prop.py").write_text("def test_p():\n    pass\n")
+    (repo / "epoch.lock").write_text("epoch 1\n")
+    env = ["-c", "user.name=t", "-c", "user.email=t@example.test"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(repo), *env, "commit", "-q", "-m", "b"], check=True)
+    claimed = hashlib.sha256(b"epoch 1\n").hexdigest()
+    argv = [
+        "replay", "--no-config", "--json", "--base", "HEAD", "--seed", "3", "--attempts", "1",
+        "--property-file", "prop.py", "--epoch-lock", "epoch.lock", "--claimed-epoch", claimed,
+        "--patch-misses", "1", "--seed-env", "SEED", "--out", str(tmp_path / "freeze.json"),
+        "--", sys.executable, "-c", "pass",
+    ]  # fmt: skip
+    code = (
+        "import contextlib, io, os, sys\n"
+        "from flakecore.cli import main\n"
+        f"os.chdir({str(repo)!r})\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main({argv!r}) == 4\n"  # REJECT_PATCH_INTRODUCED: the whole replay ran
+        "print(sorted(sys.modules))"
+    )
+    loaded = set(ast.literal_eval(fresh(code)))
+    assert "flakecore.gate.replay" in loaded
+    assert not loaded & {"flakecore.cli._github", "flakecore.testids"}
 
 
 DECIDE_EXAMPLE = REPO / "examples" / "decide" / "eligible.json"
