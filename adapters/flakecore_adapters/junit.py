@@ -142,6 +142,7 @@ def _handlers(
     tc_depth = 0
     tc_line = 0
     plain_depth = 0  # tc_depth while the open testcase may be a plain pass (text output), else 0
+    lane = rendering  # a plain pass may take the lane: text output, not in pytest's suite
     results: list[list[Any]] | None = None
     cur: list[Any] | None = None
     cur_depth = 0
@@ -168,31 +169,39 @@ def _handlers(
         parser.CharacterDataHandler = text
 
     def start(name: str, attrs: dict[str, str]) -> None:
-        nonlocal depth, suite, tc, tc_depth, tc_line, results, virtual, tail, plain_depth
+        # A testcase's start only: every other start is ``begin``'s (fewer cells per call).
+        nonlocal depth, tc, tc_depth, tc_line, results, plain_depth
         depth += 1
         if depth > max_depth:
-            raise LimitError(
-                f"XML nested deeper than {max_depth}", source=source, line=parser.CurrentLineNumber
-            )
+            raise too_deep()
         if "xmlns" in attrs and attrs["xmlns"] and _guarded(name):
             # In a namespace, <failure> is another vocabulary's element, not JUnit's.
             raise fail(
                 f"<{name[:40]}> in the XML namespace {attrs['xmlns'][:80]!r} is not "
                 "a JUnit element (namespaced reports are refused)"
             )
+        if tc is None and name == "testcase":  # not on ``outer``: nothing in a testcase reads it
+            if depth == 1:
+                raise fail("not a JUnit report: root element is <testcase>")
+            parent = outer[-1]
+            if parent != "testsuite" and parent != "testsuites":  # noqa: PLR1714 - hot path
+                raise fail(f"<testcase> inside <{parent[:40]}>")
+            tc = attrs
+            tc_depth = depth
+            tc_line = parser.CurrentLineNumber
+            results = None
+            plain_depth = depth if lane and "status" not in attrs else 0
+            return
+        begin(name, attrs)
+
+    def too_deep() -> LimitError:
+        return LimitError(
+            f"XML nested deeper than {max_depth}", source=source, line=parser.CurrentLineNumber
+        )
+
+    def begin(name: str, attrs: dict[str, str]) -> None:
+        nonlocal suite, tc, tc_depth, tc_line, results, virtual, tail, lane
         if tc is None:
-            if name == "testcase":  # not on ``outer``: nothing inside a testcase reads it
-                if depth == 1:
-                    raise fail("not a JUnit report: root element is <testcase>")
-                parent = outer[-1]
-                if parent != "testsuite" and parent != "testsuites":  # noqa: PLR1714 - hot path
-                    raise fail(f"<testcase> inside <{parent[:40]}>")
-                tc = attrs
-                tc_depth = depth
-                tc_line = parser.CurrentLineNumber
-                results = None
-                plain_depth = depth if rendering and "status" not in attrs else 0
-                return
             parent = outer[-1] if outer else ""
             outer.append(name)
             if name == "testsuite":
@@ -201,6 +210,7 @@ def _handlers(
                 suite = attrs.get("name")
                 suites.append(suite)
                 tail = _suite_tail(suite)
+                lane = rendering and suite != PYTEST_SUITE
             elif name == "testsuites":
                 if depth > 1 and parent != "testsuites":
                     raise fail(f"<testsuites> inside <{parent[:40]}>")
@@ -226,13 +236,14 @@ def _handlers(
             raise fail(f"<{name[:40]}> nested below a testcase's child is refused")
 
     def end(name: str) -> None:
-        nonlocal depth, suite, tc, cur, cur_depth, virtual, tail, plain_depth
+        # The plain pass only: every other end is ``rest``'s (fewer cells to copy per call).
+        nonlocal depth, tc, plain_depth
         at = depth
         depth = at - 1
         if at == plain_depth:  # the end of a testcase without status or result children
             plain_depth = 0
-            # The lane below, for a classname it already took: only the name is checked.
-            try:  # subscripts: cheaper than get(); a missing attribute takes the lane below
+            # The lane in ``rest``, for a classname it already took: only the name is checked.
+            try:  # subscripts: cheaper than get(); a missing attribute takes the lane in rest
                 case = tc["name"]  # type: ignore[index] # plain_depth: a testcase is open
                 known = plain_classes[tc["classname"]]  # type: ignore[index]
             except KeyError:
@@ -240,7 +251,6 @@ def _handlers(
                 known = _UNKNOWN_CLASS
             if (
                 len(case) <= known[0]
-                and suite != PYTEST_SUITE
                 and case.isascii()
                 and case.isprintable()
                 and '"' not in case
@@ -256,11 +266,16 @@ def _handlers(
                 lines.append(tc_line)
                 tc = None
                 return
+        rest(at)
+
+    def rest(at: int) -> None:
+        nonlocal suite, tc, cur, cur_depth, virtual, tail, lane
         if tc is None:
             if outer.pop() == "testsuite":
                 suites.pop()
                 suite = suites[-1] if suites else None
                 tail = _suite_tail(suite)
+                lane = rendering and suite != PYTEST_SUITE
             return
         if at == cur_depth:
             cur = None

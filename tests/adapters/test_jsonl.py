@@ -206,6 +206,28 @@ def test_junit_fast_lane_matches(window: int | None) -> None:
     same(b'<testsuites><testsuite name="s">' + body + b"<testcase/></testsuite></testsuites>")
 
 
+@pytest.mark.parametrize("window", [None, 64])  # within the window: 'C::a' repeats
+def test_junit_lane_follows_the_innermost_suite(window: int | None) -> None:
+    # The lane is off inside pytest's suite only, and back on once that suite ends.
+    kept = b"".join(case for case in _CASES if b"&#9;" not in case and b"&#127;" not in case)
+
+    def body(mark: bytes) -> bytes:  # the same testcases under other names
+        return kept.replace(b'name="', b'name="' + mark)
+
+    outcome = same(
+        b'<testsuites><testsuite name="o">'
+        + body(b"1")
+        + b'<testsuite name="pytest">'
+        + body(b"2")
+        + b'<testcase classname="t.m" name="x" file="t/m.py"/></testsuite>'
+        + body(b"3")
+        + b'</testsuite><testsuite name="pytest"><testcase classname="C" name="y"/></testsuite>'
+        + b'<testcase classname="C" name="z"/></testsuites>',
+        window=window,
+    )
+    assert outcome[0] == "ok", outcome
+
+
 def test_junit_missing_name_after_plain_passes() -> None:
     body = b'<testsuite><testcase name="a"/><testcase name="b"/><testcase time="1"/></testsuite>'
     assert same(body)[0] == "error"
