@@ -21,11 +21,9 @@ from typing import Final
 
 import attrs
 
-from flakecore.attestation import Untrusted
 from flakecore.digest import canonical_json_sha256
-from flakecore.errors import InputError, LimitError, UsageError
+from flakecore.errors import InputError, LimitError, Untrusted, UsageError
 from flakecore.files import read_bytes
-from flakecore.gate.basetrust import read_in_checkout
 from flakecore.gate.config import (
     MAX_CONFIG_BYTES,
     GateConfig,
@@ -35,9 +33,9 @@ from flakecore.gate.config import (
     parse_table,
     parse_toml,
 )
+from flakecore.gate.nofollow import read_in_checkout
 from flakecore.gate.worktree import read_object, repo_toplevel, resolve_commit, tree_entry
 from flakecore.policy import EMPTY_TABLE_SHA256
-from flakecore.trust import inside
 
 __all__ = [
     "PYPROJECT",
@@ -105,6 +103,8 @@ def load_outside_config(path: str, *, checkout: str | os.PathLike[str]) -> GateC
     usage error: the patch could have written it.  Directories in the table
     are relative to ``checkout``, where the records are.
     """
+    from flakecore.trust import inside  # noqa: PLC0415 - the trust layer, for a file CI names
+
     if inside(path, checkout):
         raise UsageError(
             f"{path}: the configuration is inside the scored checkout, where the patch could "
