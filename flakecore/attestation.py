@@ -34,7 +34,7 @@ import attrs
 from flakecore._fields import format_version_ok, is_nonblank
 from flakecore.codes import TrustReason
 from flakecore.digest import canonical_json_sha256, is_digest
-from flakecore.errors import FlakecoreError, InputError
+from flakecore.errors import InputError, Untrusted
 from flakecore.jsonio import canonical_bytes, loads_strict
 
 __all__ = [
@@ -83,19 +83,6 @@ Kinds: TypeAlias = str | tuple[str, ...]
 _ENVELOPE_KEYS: Final = frozenset({"payload", "payloadType", "signatures"})
 _SIGNATURE_KEYS: Final = frozenset({"keyid", "sig"})
 _STATEMENT_KEYS: Final = frozenset({"_type", "subject", "predicateType", "predicate"})
-
-
-class Untrusted(FlakecoreError, ValueError):
-    """A signed record that cannot count, with the :class:`TrustReason` that says why.
-
-    Raised inside the readers of this module; :mod:`flakecore.signing` turns
-    it into a :class:`~flakecore.trust.TrustVerdict`, so callers get a value.
-    """
-
-    def __init__(self, reason: TrustReason, detail: str) -> None:
-        self.reason = reason
-        self.detail = detail
-        super().__init__(f"{reason.value}: {detail}")
 
 
 @attrs.frozen(kw_only=True)

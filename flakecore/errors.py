@@ -11,6 +11,11 @@ whose optional dependencies are not installed (the CLI exits 70 on it), and
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from flakecore.codes import TrustReason
+
 __all__ = [
     "FlakecoreError",
     "GitError",
@@ -18,6 +23,7 @@ __all__ = [
     "LimitError",
     "MissingExtra",
     "MissingInputError",
+    "Untrusted",
     "UnusableInputError",
     "UsageError",
 ]
@@ -112,3 +118,17 @@ def _one_line(text: str) -> str:
     """Keep hostile input from forging extra output lines."""
     flat = " ".join(text.split())
     return flat if len(flat) <= 300 else flat[:297] + "..."
+
+
+class Untrusted(FlakecoreError, ValueError):
+    """A record that cannot count, with the :class:`~flakecore.codes.TrustReason` that says why.
+
+    Raised inside the readers of signed records (:mod:`flakecore.attestation`,
+    which names it too) and of the checkout; :mod:`flakecore.signing` turns
+    it into a :class:`~flakecore.trust.TrustVerdict`, so callers get a value.
+    """
+
+    def __init__(self, reason: TrustReason, detail: str) -> None:
+        self.reason = reason
+        self.detail = detail
+        super().__init__(f"{reason.value}: {detail}")

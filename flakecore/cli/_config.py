@@ -320,13 +320,10 @@ def config_from_args(
     elif no_config:
         config = GateConfig(root=str(checkout))
     else:
-        from flakecore.gate.policy_source import (  # noqa: PLC0415
-            compare_scored_table,
-            load_trusted_config,
-        )
+        from flakecore.gate.policy_source import base_config  # noqa: PLC0415
 
         assert base_sha is not None
-        config = compare_scored_table(load_trusted_config(checkout, base_sha), checkout=checkout)
+        config = base_config(checkout, base_sha)  # both resolved already: no git call again
     if need is Need.TRUST and base_sha is None and not config.trusted_keys:
         raise _no_trust(verb)
     configured = _with_overrides(config, overrides)

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any, Final
 from flakecore.cli._common import flush_out, out_line, warn, write_json_line
 from flakecore.cli._config import Configured
 from flakecore.codes import PolicyName
-from flakecore.decision import Decision
 from flakecore.errors import UsageError
 from flakecore.exits import EXIT_IOERR, EXIT_OK
 from flakecore.jsonio import compact_text
@@ -35,6 +34,7 @@ from flakecore.jsonio import compact_text
 if TYPE_CHECKING:
     from flakecore.classify import ClassifyDecision
     from flakecore.cli._github import SummaryRow
+    from flakecore.decision import Decision
 
 __all__ = [
     "FORMATS",

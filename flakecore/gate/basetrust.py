@@ -19,21 +19,19 @@ vouch for a file the patch chose.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import posixpath
-import stat
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Final
 
 import attrs
 
-from flakecore.attestation import Kinds, Untrusted, is_envelope, open_statement, parse_envelope
+from flakecore.attestation import Kinds, is_envelope, open_statement, parse_envelope
 from flakecore.codes import TrustReason
 from flakecore.digest import is_commit_id
-from flakecore.errors import InputError, MissingInputError, UnusableInputError, UsageError
-from flakecore.files import read_bytes, read_bytes_at, same_bytes_at
+from flakecore.errors import InputError, Untrusted, UsageError
+from flakecore.files import read_bytes, same_bytes_at
+from flakecore.gate.nofollow import WALKED, normal_parts, read_in_checkout
 from flakecore.gate.worktree import (
     TreeEntry,
     read_object,
@@ -50,13 +48,10 @@ __all__ = [
     "RecordTrust",
     "base_files",
     "judge_given_record",
-    "read_in_checkout",
     "read_record_file",
     "read_trusted_record",
     "trusted_by_base",
 ]
-
-_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 #: What :func:`base_files` read ahead: a base commit's entries by ``(top, commit, path)``,
 #: its blobs by ``(top, oid)``, and each checkout's top (git's, and as resolved).  A
@@ -64,121 +59,12 @@ _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _ENTRIES: dict[tuple[Path, str, str], TreeEntry | None] = {}
 _BLOBS: dict[tuple[Path, str], bytes] = {}
 _TOPS: dict[Path, Path] = {}
-#: The directories of those records, by ``(top, parts)``: None until the first record there
-#: is read, then the fd its walk reached (a walk that followed no link), kept for the others.
-_WALKED: dict[tuple[Path, tuple[str, ...]], int | None] = {}
 #: Where each of those records lies in its checkout (``_in_checkout``), by ``(top, path)``.
 _PLACES: dict[tuple[Path, str], str] = {}
 #: What :func:`_held_verdict` needs of each of those that base holds as a file, by
-#: ``(top, base, path)``: its directory's ``_WALKED`` key, its name there, base's bytes,
+#: ``(top, base, path)``: its directory's ``WALKED`` key, its name there, base's bytes,
 #: and the trusted verdict's detail.
 _HELD: dict[tuple[Path, str, str], tuple[tuple[Path, tuple[str, ...]], str, bytes, str]] = {}
-
-
-def _parts(path: str) -> list[str]:
-    """``path`` as repository-relative components; :class:`Untrusted` when it leaves the tree."""
-    if not isinstance(path, str) or not path or "\0" in path:
-        raise Untrusted(TrustReason.OUTSIDE_REPOSITORY, "not a repository path")
-    return _normal_parts(posixpath.normpath(path))
-
-
-def _normal_parts(norm: str) -> list[str]:
-    """:func:`_parts` of a path already normalized (``posixpath.normpath``)."""
-    parts = norm.split("/")
-    if norm.startswith("/") or norm == "." or ".." in parts or ".git" in parts:
-        raise Untrusted(
-            TrustReason.OUTSIDE_REPOSITORY,
-            "not a path inside the repository (absolute, '..' or '.git')",
-        )
-    return parts
-
-
-def _refusal(dir_fd: int, name: str, where: str, exc: OSError) -> Exception:
-    """Why ``name`` could not be opened without following a link: a refusal or an input error."""
-    if isinstance(exc, FileNotFoundError):
-        return MissingInputError("no such file", source=where)
-    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-        try:
-            mode = os.lstat(name, dir_fd=dir_fd).st_mode
-        except OSError:
-            mode = 0
-        if stat.S_ISLNK(mode):
-            return Untrusted(TrustReason.SYMLINK, f"{where} is a symbolic link: not the same path")
-        return Untrusted(TrustReason.NOT_A_FILE, f"{where} is not a directory")
-    return MissingInputError(f"cannot read: {exc.strerror}", source=where)
-
-
-def _read_file(dir_fd: int, name: str, where: str, limit: int) -> bytes:
-    try:  # a regular file (the reader's own lstat says so): read it, no second lstat here
-        return read_bytes_at(dir_fd, name, limit, source=where)
-    except InputError:
-        pass  # anything else is told apart below, as it always was
-    try:
-        mode: int | None = os.lstat(name, dir_fd=dir_fd).st_mode
-    except OSError:
-        mode = None  # the reader says why
-    if mode is not None and stat.S_ISLNK(mode):
-        raise Untrusted(TrustReason.SYMLINK, f"{where} is a symbolic link: not the same path")
-    if mode is not None and not stat.S_ISREG(mode):
-        raise Untrusted(TrustReason.NOT_A_FILE, f"{where} is not a regular file")
-    try:
-        return read_bytes_at(dir_fd, name, limit, source=where)
-    except UnusableInputError as exc:  # swapped while being opened
-        raise Untrusted(TrustReason.NOT_A_FILE, f"{where}: {exc.message}") from None
-
-
-def read_in_checkout(top: Path, path: str, *, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
-    """The bytes of ``path`` under the checkout ``top``, reached without following any link.
-
-    Raises :class:`~flakecore.attestation.Untrusted` for a path through a
-    symbolic link (``SYMLINK``), into a submodule or onto anything but a
-    regular file (``NOT_A_FILE``), or out of the tree
-    (``OUTSIDE_REPOSITORY``); :class:`InputError` when the file is missing,
-    unreadable or over ``limit``.
-    """
-    parts = _parts(path)
-    key = (top, tuple(parts[:-1]))
-    held = _WALKED.get(key)
-    if held is not None:  # this directory was walked to already, inside base_files
-        return _read_file(held, parts[-1], "/".join(parts), limit)
-    fd = _walk(top, parts[:-1])
-    try:
-        return _read_file(fd, parts[-1], "/".join(parts), limit)
-    finally:
-        if key in _WALKED:  # a directory base_files reads ahead: its fd stays open for the rest
-            _WALKED[key] = fd
-        else:
-            os.close(fd)
-
-
-def _walk(top: Path, directories: Sequence[str]) -> int:
-    """An fd on ``top``'s directory ``directories``, reached without following any link."""
-    fd = os.open(top, _DIR_FLAGS)
-    try:
-        for i, part in enumerate(directories):
-            where = "/".join(directories[: i + 1])
-            try:
-                inner = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except OSError as exc:
-                raise _refusal(fd, part, where, exc) from None
-            os.close(fd)
-            fd = inner
-            if _has_git(fd):
-                raise Untrusted(
-                    TrustReason.NOT_A_FILE, f"{where} is a submodule (gitlink): not this repository"
-                )
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _has_git(dir_fd: int) -> bool:
-    try:
-        os.lstat(".git", dir_fd=dir_fd)
-    except FileNotFoundError:
-        return False
-    return True
 
 
 def _base_verdict(top: Path, base_sha: str, path: str) -> tuple[TrustVerdict, bytes | None]:
@@ -262,8 +148,8 @@ def base_files(trust: RecordTrust, paths: Sequence[str]) -> Iterator[None]:
     tops = {top: top, trust.checkout: top}  # git's top, and the checkout resolved
     _TOPS.update(tops)
     walks = [(top, tuple(d.split("/")) if d else ()) for d in wanted]
-    walks = [w for w in walks if w not in _WALKED]  # an enclosing block's stay its own
-    _WALKED.update(dict.fromkeys(walks))
+    walks = [w for w in walks if w not in WALKED]  # an enclosing block's stay its own
+    WALKED.update(dict.fromkeys(walks))
     _PLACES.update(places)
     held_records = _held_records(top, base, names, entries, held)
     _HELD.update(held_records)
@@ -281,7 +167,7 @@ def base_files(trust: RecordTrust, paths: Sequence[str]) -> Iterator[None]:
         for top_key in tops:
             _TOPS.pop(top_key, None)
         for walk in walks:
-            fd = _WALKED.pop(walk, None)
+            fd = WALKED.pop(walk, None)
             if fd is not None:
                 os.close(fd)
 
@@ -334,7 +220,8 @@ def _held_records(
 ) -> dict[tuple[Path, str, str], tuple[tuple[Path, tuple[str, ...]], str, bytes, str]]:
     """``_HELD``'s part for one :func:`base_files` block: the records base holds as files.
 
-    ``names``: each path's place in the checkout, normalized (what :func:`_parts` splits).
+    ``names``: each path's place in the checkout, normalized (what
+    :func:`~flakecore.gate.nofollow.normal_parts` splits).
     """
     detail = f"byte-identical in base {base[:12]}"
     held = {}
@@ -342,7 +229,7 @@ def _held_records(
         if "\0" in name:
             continue  # what _parts refuses before it normalizes
         try:
-            parts = _normal_parts(name)
+            parts = normal_parts(name)
         except Untrusted:
             continue  # the one-path reading refuses it
         entry = entries.get((top, base, name))
@@ -368,7 +255,7 @@ def _held_verdict(
     envelope, a problem): the one-path reading then says what it is.
     """
     directory, name, blob, detail = held
-    fd = _WALKED.get(directory)
+    fd = WALKED.get(directory)
     if fd is None:  # the directory's first record walks to it, the one-path way
         return None
     data = same_bytes_at(fd, name, blob)

@@ -21,11 +21,9 @@ from typing import Final
 
 import attrs
 
-from flakecore.attestation import Untrusted
 from flakecore.digest import canonical_json_sha256
-from flakecore.errors import InputError, LimitError, UsageError
+from flakecore.errors import InputError, LimitError, Untrusted, UsageError
 from flakecore.files import read_bytes
-from flakecore.gate.basetrust import read_in_checkout
 from flakecore.gate.config import (
     MAX_CONFIG_BYTES,
     GateConfig,
@@ -35,12 +33,13 @@ from flakecore.gate.config import (
     parse_table,
     parse_toml,
 )
+from flakecore.gate.nofollow import read_in_checkout
 from flakecore.gate.worktree import read_object, repo_toplevel, resolve_commit, tree_entry
 from flakecore.policy import EMPTY_TABLE_SHA256
-from flakecore.trust import inside
 
 __all__ = [
     "PYPROJECT",
+    "base_config",
     "compare_scored_table",
     "load_outside_config",
     "load_trusted_config",
@@ -69,7 +68,11 @@ def load_trusted_config(repo: Path, base: str, *, path: str = PYPROJECT) -> Gate
     is a link or a submodule is refused.
     """
     top = repo_toplevel(repo)
-    sha = resolve_commit(top, base)
+    return _load_at(top, resolve_commit(top, base), path)
+
+
+def _load_at(top: Path, sha: str, path: str) -> GateConfig:
+    """:func:`load_trusted_config` in the checkout ``top`` at the full commit id ``sha``."""
     name = _relative(path)
     root = str(top / posixpath.dirname(name)) if posixpath.dirname(name) else str(top)
     where = f"{sha[:12]}:{name}"
@@ -100,6 +103,8 @@ def load_outside_config(path: str, *, checkout: str | os.PathLike[str]) -> GateC
     usage error: the patch could have written it.  Directories in the table
     are relative to ``checkout``, where the records are.
     """
+    from flakecore.trust import inside  # noqa: PLC0415 - the trust layer, for a file CI names
+
     if inside(path, checkout):
         raise UsageError(
             f"{path}: the configuration is inside the scored checkout, where the patch could "
@@ -141,9 +146,26 @@ def compare_scored_table(config: GateConfig, *, checkout: Path) -> GateConfig:
     source = config.source
     if source.revision is None or source.path is None:
         return config
-    top = repo_toplevel(checkout)
+    return _compared(config, repo_toplevel(checkout))
+
+
+def _compared(config: GateConfig, top: Path) -> GateConfig:
+    """:func:`compare_scored_table` of a table read from a revision, in the checkout ``top``."""
+    source = config.source
+    assert source.path is not None  # read from a revision: it names its file
     differs = _scored_sha256(top, source.path) != source.sha256
     return attrs.evolve(config, source=attrs.evolve(source, scored_tree_differs=differs))
+
+
+def base_config(top: Path, sha: str) -> GateConfig:
+    """The base's table compared with the scored tree's, for a top and a commit id already known.
+
+    ``compare_scored_table(load_trusted_config(top, sha), checkout=top)``
+    without the two git calls that would find ``top`` and resolve ``sha``
+    again: ``top`` and ``sha`` are what
+    :func:`~flakecore.gate.worktree.toplevel_and_commit` returned.
+    """
+    return _compared(_load_at(top, sha, PYPROJECT), top)
 
 
 def scored_table_reason(config: GateConfig) -> str | None:

@@ -389,29 +389,35 @@ def test_the_deferred_defaults_are_what_the_eager_lookup_gave(
     assert not configured.judges_records
 
 
-def test_guard_with_no_config_loads_no_trust_layer(tmp_path: Path) -> None:
-    """guard needs the git layer and the resolved base, not the records' trust or signing,
-    nor (in text form) the GitHub output."""
+@pytest.mark.parametrize("config", [["--no-config"], []], ids=["no-config", "base-config"])
+def test_guard_loads_no_trust_layer(tmp_path: Path, config: list[str]) -> None:
+    """guard needs the git layer and the resolved base, not the records' trust or signing
+    (with a base table too: the scored tree's is read by the no-follow reader alone), nor
+    the decisions, nor (in text form) the GitHub output."""
     repo = tmp_path / "repo"
     repo.mkdir()
+    (repo / "pyproject.toml").write_text('[tool.flakecore]\nfixture_globs = ["tests/*"]\n')
     env = ["-c", "user.name=t", "-c", "user.email=t@example.test"]
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    subprocess.run(
-        ["git", "-C", str(repo), *env, "commit", "-q", "--allow-empty", "-m", "b"], check=True
-    )
+    subprocess.run(["git", "-C", str(repo), "add", "pyproject.toml"], check=True)
+    subprocess.run(["git", "-C", str(repo), *env, "commit", "-q", "-m", "b"], check=True)
+    argv = ["guard", *config, "--base", "HEAD", "--repo", str(repo)]
     code = (
         "import contextlib, io, sys\n"
         "from flakecore.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
-        f"    assert main(['guard', '--no-config', '--base', 'HEAD', '--repo', {str(repo)!r}]) == 0\n"
+        f"    assert main({argv!r}) == 0\n"
         "print(sorted(sys.modules))"
     )
     loaded = set(ast.literal_eval(fresh(code)))
     assert "flakecore.gate.worktree" in loaded
+    assert ("flakecore.gate.policy_source" in loaded) is not bool(config)
     unneeded = {
         "flakecore.gate.basetrust",
         "flakecore.signing",
         "flakecore.attestation",
+        "flakecore.trust",
+        "flakecore.decision",
         "tempfile",
         "shutil",  # a worktree's cleanup only
         "flakecore.cli._github",  # --format github only

@@ -19,7 +19,7 @@ from gate.support import NOW
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flakecore.gate import basetrust
+from flakecore.gate import basetrust, nofollow
 from flakecore.gate.basetrust import RecordTrust
 from flakecore.gate.ledger import RecordCheck, check_directory, check_file, record_file_name
 from flakecore.signing import sign_record
@@ -90,7 +90,7 @@ def test_every_kind_of_entry_is_judged_as_alone(
     valid = {c.test_id for c in alone if c.valid}
     assert valid == {*(f"t::same{i}" for i in range(5)), "t::signed"}
     assert not basetrust._ENTRIES and not basetrust._BLOBS  # nothing kept after the block
-    assert not basetrust._WALKED  # and every directory fd it held is closed
+    assert not nofollow.WALKED  # and every directory fd it held is closed
     assert not basetrust._PLACES
 
 
@@ -117,7 +117,7 @@ def test_a_directory_walked_once_refuses_as_each_file_alone(tmp_path: Path, shap
     bulk = check_directory(written, trust=trust, now=NOW)
     assert bulk == alone
     assert all(c.valid for c in bulk) is (shape == "plain")
-    assert not basetrust._WALKED
+    assert not nofollow.WALKED
 
 
 #: Base's bytes of each record file of the hypothesis test: what kinds a directory holds.
@@ -188,4 +188,4 @@ def test_a_record_read_ahead_is_judged_as_alone(
         return [(c.trust.data, c.trust.record) if c.trust else None for c in checks]
 
     assert held([bulk[c.path] for c in alone]) == held(alone)  # bytes and record too
-    assert not basetrust._HELD and not basetrust._WALKED
+    assert not basetrust._HELD and not nofollow.WALKED
