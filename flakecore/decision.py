@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import enum
-import functools
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -108,25 +107,48 @@ class Decision(Generic[CodeT]):
     def record_text(self, policy_source: str | None, input: str) -> str:
         """``compact_text({**record(source), "input": input})``, ``policy_source`` as text.
 
-        A printer of many decisions encodes the policy source once, and the
-        fields that depend only on the code (format to ``accepted``) once per
-        code; each record then encodes only its reasons, its values (once
-        per distinct values) and its ``input``.
+        A printer of many decisions encodes the policy source once, and each
+        distinct record up to its extras once (:data:`_PREFIXES`); each record
+        then encodes only its kind's extras and its ``input``.
         """
-        exit_code, accepted = self.exit_code, self.accepted
-        if type(exit_code) is not int or type(accepted) is not bool:  # the encoder's case
+        exit_code, accepted, reasons, values = (
+            self.exit_code,
+            self.accepted,
+            self.reasons,
+            self.policy_values,
+        )
+        if type(exit_code) is not int or type(accepted) is not bool or type(values) is not dict:
             source = None if policy_source is None else json.loads(policy_source)
-            return compact_text({**self.record(source), "input": input})
-        parts = [
-            _head(self.policy, self.code, exit_code, accepted),
-            compact_value(self.reasons if type(self.reasons) is tuple else list(self.reasons)),
-            ',"policy_values":',
-            _values_text(self.policy_values),
-        ]
-        if policy_source is not None:
-            parts += ',"policy_source":', policy_source
-        parts += self.extras_text(), ',"input":', quote(input), "}"
-        return "".join(parts)
+            return compact_text({**self.record(source), "input": input})  # the encoder's case
+        policy, code = self.policy, self.code
+        # The members by identity (an enum's hash and ``value`` run Python code); the
+        # reasons and values with their types: ``1``, ``True`` and ``1.0`` are equal
+        # keys of three texts.  The lengths of ``reasons`` and the items tell the parts.
+        key = (
+            id(policy),
+            id(code),
+            exit_code,
+            accepted,
+            policy_source,
+            reasons,
+            *map(type, reasons),
+            *values.items(),
+            *map(type, values.values()),
+        )
+        keep = True
+        try:
+            kept = _PREFIXES.get(key)
+        except TypeError:  # an unhashable reason or value
+            kept, keep = None, False
+        if kept is not None:
+            prefix = kept[2]
+        else:
+            prefix = _prefix(policy, code, exit_code, accepted, reasons, values, policy_source)
+            if keep and len(_PREFIXES) < 1024 and _plain(reasons, values):
+                _PREFIXES[key] = (policy, code, prefix)
+        if type(self) is Decision:
+            return f'{prefix},"input":{quote(input)}}}'
+        return f'{prefix}{self.extras_text()},"input":{quote(input)}}}'
 
     def extras_text(self) -> str:
         """:meth:`record_extras` as :meth:`record_text` writes them: ``,"key":value`` each."""
@@ -172,50 +194,40 @@ def trusted_decision(  # noqa: PLR0917 - Decision's fields in order, for a hot p
     return obj
 
 
-def _head(policy: PolicyName, code: enum.Enum, exit_code: int, accepted: bool) -> str:
-    """A record's text up to its reasons: the same for every decision with this code.
-
-    Kept by the members' identities (an enum's hash and ``value`` run Python
-    code), with the members themselves: a kept member lives on, so its id
-    is no other object's.
-    """
-    key = (id(policy), id(code), exit_code, accepted)
-    kept = _HEADS.get(key)
-    if kept is not None:
-        return kept[2]
-    head = _head_text(policy.value, code.value, exit_code, accepted)
-    if len(_HEADS) < 256:
-        _HEADS[key] = (policy, code, head)
-    return head
-
-
-#: :func:`_head`'s answers, by the identities of the members and the two plain values.
-_HEADS: dict[tuple[int, int, int, bool], tuple[PolicyName, enum.Enum, str]] = {}
-
-
-def _head_text(policy: object, code: object, exit_code: int, accepted: bool) -> str:
+def _prefix(  # noqa: PLR0917 - the fields it writes
+    policy: PolicyName,
+    code: enum.Enum,
+    exit_code: int,
+    accepted: bool,
+    reasons: object,
+    values: dict[str, object],
+    policy_source: str | None,
+) -> str:
+    """A record's text up to its extras, ``policy_source`` as text."""
     head = compact_text(
         {
             "format": DECISION_FORMAT,
             "format_version": DECISION_FORMAT_VERSION,
-            "policy": policy,
-            "code": code,
+            "policy": policy.value,
+            "code": code.value,
             "exit": exit_code,
             "accepted": accepted,
         }
     )
-    return head[:-1] + ',"reasons":'
+    listed = reasons if type(reasons) is tuple else list(reasons)  # type: ignore[call-overload]
+    text = f'{head[:-1]},"reasons":{compact_value(listed)},"policy_values":{compact_text(values)}'
+    return text if policy_source is None else f'{text},"policy_source":{policy_source}'
 
 
-def _values_text(values: Mapping[str, object]) -> str:
-    """``compact_text(values)``; policy values of plain integers and strings are encoded once."""
-    items = tuple(values.items())
-    for key, value in items:
-        if type(key) is not str or (type(value) is not int and type(value) is not str):
-            return compact_text(values)
-    return _plain_values_text(items)
+def _plain(reasons: object, values: dict[str, object]) -> bool:
+    """Reasons of strings and values of integers and strings, keyed by strings: kept."""
+    return (
+        type(reasons) is tuple
+        and all(type(r) is str for r in reasons)
+        and all(type(k) is str and (type(v) is int or type(v) is str) for k, v in values.items())
+    )
 
 
-@functools.lru_cache(maxsize=256)
-def _plain_values_text(items: tuple[tuple[str, object], ...]) -> str:
-    return compact_text(dict(items))
+#: :meth:`Decision.record_text`'s prefixes with the members they name (a kept member
+#: lives on, so its id is no other object's), by the members' ids and the fields.
+_PREFIXES: dict[tuple[object, ...], tuple[PolicyName, enum.Enum, str]] = {}

@@ -608,7 +608,24 @@ def test_a_decision_record_text_is_what_the_encoder_writes(
         with pytest.raises(ValueError, match="not JSON compliant"):
             decision.record_text(source_text, input_)
         return
-    assert decision.record_text(source_text, input_) == expected
+    for _ in range(2):  # encoded afresh, then as kept
+        assert decision.record_text(source_text, input_) == expected
+
+
+def test_equal_values_and_reasons_of_other_types_are_not_one_kept_text() -> None:
+    """``1``, ``True`` and ``1.0`` are equal keys: each is written as its own type."""
+    for value in (1, True, 1.0, 1, "1", False, 0, 0.0, 0):
+        for reasons in (("1",), (1,), (True,), ("1",)):
+            decision = Decision(
+                policy=PolicyName.BUDGET,
+                code=BudgetCode.STABLE_PASS,
+                exit_code=6,
+                accepted=False,
+                reasons=reasons,  # type: ignore[arg-type]  # what a Python caller may pass
+                policy_values={"now": value},
+            )
+            expected = jsonio.compact_text({**decision.to_json(), "input": "-:1"})
+            assert decision.record_text(None, "-:1") == expected
 
 
 @pytest.mark.parametrize("kind", ["admit", "decide", "budget", "classify"])
