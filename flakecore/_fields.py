@@ -17,6 +17,7 @@ __all__ = [
     "DECIDE_IDENTITY_FIELDS",
     "FORMAT_KEYS",
     "MAX_SAFE_INTEGER",
+    "MIN_SAFE_INTEGER",
     "MISSING",
     "Seed",
     "envelope_problems",
@@ -110,17 +111,17 @@ FORMAT_KEYS: Final = ("format", "format_version")
 #: so ``2**53`` and ``2**53 + 1`` would be two seeds here and one seed there.
 #: Larger seeds are strings.
 MAX_SAFE_INTEGER: Final = 2**53 - 1
-_MIN_SAFE_INTEGER: Final = -MAX_SAFE_INTEGER
+MIN_SAFE_INTEGER: Final = -MAX_SAFE_INTEGER
 
 
 def is_int(value: object) -> bool:
     """A JSON integer every consumer reads alike: not a bool, not ``5.0``, within +-(2**53 - 1)."""
     if type(value) is int:  # what the decoder makes: one type test (a bool is not one)
-        return _MIN_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+        return MIN_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
     return (
         isinstance(value, int)
         and not isinstance(value, bool)
-        and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+        and MIN_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
     )
 
 
@@ -128,7 +129,7 @@ def is_number(value: object) -> bool:
     """A finite JSON number within +-(2**53 - 1) (an integer or a float, not a bool)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
-    return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER  # NaN compares false
+    return MIN_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER  # NaN compares false
 
 
 def is_count(value: object) -> bool:

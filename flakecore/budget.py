@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from flakecore._fields import (
     BUDGET_FIELDS,
     MAX_SAFE_INTEGER,
+    MIN_SAFE_INTEGER,
     MISSING,
     envelope_problems,
     envelope_sound,
@@ -41,6 +42,10 @@ BUDGET_RUN_FORMAT = "flakecore.budget-run"
 _KNOWN = known_keys(BUDGET_FIELDS)
 #: What an absent ``opened_against`` is checked as: a commit id (the field is optional).
 _NO_COMMIT = "0" * 40
+#: Read once: on this interpreter an enum's class attribute goes through its metaclass's
+#: ``__getattr__`` hook (about 1 500 instructions), which each verdict would pay.
+_BUDGET = PolicyName.BUDGET
+_FLAKE_CANDIDATE = BudgetCode.FLAKE_CANDIDATE
 
 
 def _sound(packet: Mapping[str, object]) -> bool:
@@ -119,7 +124,7 @@ def _seeds_ok(seeds: list[object]) -> bool:
     for seed in seeds:
         kind = type(seed)
         if kind is int:
-            if not -MAX_SAFE_INTEGER <= seed <= MAX_SAFE_INTEGER:  # type: ignore[operator]
+            if not MIN_SAFE_INTEGER <= seed <= MAX_SAFE_INTEGER:  # type: ignore[operator]
                 return False
         elif kind is not str and not is_seed(seed):
             return False
@@ -166,10 +171,10 @@ def _budget_problems(seeds: Sequence[object], passes: object, n: int, minimum: i
 def budget_verdict(code: BudgetCode, *reasons: str, policy: Policy) -> BudgetDecision:
     """A ``budget`` decision for ``code`` (also used by ``budget-run`` when it must stop early)."""
     return trusted_decision(
-        PolicyName.BUDGET,
+        _BUDGET,
         code,
         BUDGET_EXIT[code],
-        code is BudgetCode.FLAKE_CANDIDATE,
+        code is _FLAKE_CANDIDATE,
         reasons,
         policy.values("min_seed_budget", "max_lease_days"),
     )
@@ -183,34 +188,33 @@ def budget(
     ``INSUFFICIENT_BUDGET`` is a process error, not a product code: the
     ledger stays unchanged and the merge stays closed.
     """
-    data = wire_form(packet, "BudgetPacket")
+    code, reasons = _judged(wire_form(packet, "BudgetPacket"), policy)
+    return budget_verdict(code, *reasons, policy=policy)
 
-    def verdict(code: BudgetCode, *reasons: str) -> BudgetDecision:
-        return budget_verdict(code, *reasons, policy=policy)
 
+def _judged(data: Mapping[str, object], policy: Policy) -> tuple[BudgetCode, Sequence[str]]:
+    """:func:`budget`'s code and reasons: one verdict call for them, no closure per packet."""
     if type(data) is not dict and not isinstance(data, Mapping):
-        return verdict(BudgetCode.INSUFFICIENT_BUDGET, "packet is not a JSON object")
+        return BudgetCode.INSUFFICIENT_BUDGET, ("packet is not a JSON object",)
     if reasons := _malformed(data):
-        return verdict(BudgetCode.INSUFFICIENT_BUDGET, *reasons)
+        return BudgetCode.INSUFFICIENT_BUDGET, reasons
     if data["parent_digest"] != data["head_digest"]:
-        return verdict(BudgetCode.FIXTURE_DRIFT, "head fixture differs from the parent fixture")
+        return BudgetCode.FIXTURE_DRIFT, ("head fixture differs from the parent fixture",)
     holds = data["property_holds"]
     if holds is None:
-        return verdict(BudgetCode.INSUFFICIENT_BUDGET, "the property was not scored")
+        return BudgetCode.INSUFFICIENT_BUDGET, ("the property was not scored",)
     if holds is False:
-        return verdict(BudgetCode.PROPERTY_MISS, "the property fails on the parent fixture")
+        return BudgetCode.PROPERTY_MISS, ("the property fails on the parent fixture",)
     seeds, passes, n = data["seeds"], data["passes"], data["budget"]
     assert isinstance(seeds, list) and isinstance(n, int)
     if problems := _budget_problems(seeds, passes, n, policy.min_seed_budget):
-        return verdict(BudgetCode.INSUFFICIENT_BUDGET, *problems)
+        return BudgetCode.INSUFFICIENT_BUDGET, problems
     assert isinstance(passes, int)
     if passes == 0:
-        return verdict(
-            BudgetCode.STABLE_FAIL, f"0 of {plural(n, 'seed')} passed: the miss is stable"
-        )
+        return BudgetCode.STABLE_FAIL, (f"0 of {plural(n, 'seed')} passed: the miss is stable",)
     if passes == n:
-        return verdict(BudgetCode.STABLE_PASS, f"{n} of {plural(n, 'seed')} passed: no freeze row")
-    return verdict(BudgetCode.FLAKE_CANDIDATE, f"{passes} of {plural(n, 'seed')} passed")
+        return BudgetCode.STABLE_PASS, (f"{n} of {plural(n, 'seed')} passed: no freeze row",)
+    return BudgetCode.FLAKE_CANDIDATE, (f"{passes} of {plural(n, 'seed')} passed",)
 
 
 def ledger_row(

@@ -20,7 +20,7 @@ from flakecore.codes import DecideCode, FailureClass, PolicyName
 from flakecore.decision import Decision, trusted_decision
 from flakecore.digest import commit_id_problem, is_commit_id, is_digest, is_lower_hex
 from flakecore.exits import DECIDE_EXIT
-from flakecore.identity import is_runner_id, runner_id_problem, same_runner
+from flakecore.identity import is_runner_id, runner_id_problem
 from flakecore.policy import DEFAULT_POLICY, Policy
 
 if TYPE_CHECKING:
@@ -31,6 +31,13 @@ __all__ = ["DecideDecision", "decide"]
 DecideDecision = Decision[DecideCode]
 
 _CLASSES = frozenset(c.value for c in FailureClass)
+#: The class values and members a packet is judged by, read once: on this interpreter
+#: an enum's class attribute goes through its metaclass's ``__getattr__`` hook and
+#: ``value`` is a Python property (about 1 500 instructions each, a packet each time).
+_PASS = FailureClass.PASS.value
+_FLAKE_SHAPED = FailureClass.FLAKE_SHAPED.value
+_ELIGIBLE = DecideCode.ELIGIBLE
+_DECIDE = PolicyName.DECIDE
 _BOOLS = ("property_cohort_passed", "clean_run_completed")
 _ECHOES = ("clean_fixture_hash", "clean_input_hash")
 _RUNNERS = ("local_runner_id", "clean_runner_id")
@@ -63,7 +70,7 @@ def _sound(packet: Mapping[str, object]) -> bool:
     ):
         return False
     for name in ("local_class", "clean_class"):
-        value = packet.get(name, FailureClass.PASS.value)
+        value = packet.get(name, _PASS)
         if not isinstance(value, str) or value not in _CLASSES:
             return False
     for name in _BOOLS:
@@ -166,12 +173,7 @@ def decide(
 
     def verdict(code: DecideCode, *reasons: str) -> DecideDecision:
         return trusted_decision(
-            PolicyName.DECIDE,
-            code,
-            DECIDE_EXIT[code],
-            code is DecideCode.ELIGIBLE,
-            reasons,
-            policy.values(),
+            _DECIDE, code, DECIDE_EXIT[code], code is _ELIGIBLE, reasons, policy.values()
         )
 
     if type(data) is not dict and not isinstance(data, Mapping):
@@ -184,11 +186,12 @@ def decide(
         if not is_nonblank(data.get(name, MISSING)):
             return verdict(DecideCode.CLEAN_RUN_UNAVAILABLE, f"the clean run did not echo {name}")
     local_runner, clean_runner = data["local_runner_id"], data["clean_runner_id"]
-    assert isinstance(local_runner, str) and isinstance(clean_runner, str)
-    if same_runner(local_runner, clean_runner):
+    # Both follow the runner id grammar (checked above): lowercase, no space, ASCII,
+    # so each is its own identity key and ``same_runner`` is ``==`` (tested).
+    if local_runner == clean_runner:
         return verdict(DecideCode.NOT_DISTINCT_RUNNER, "local and clean runner are the same")
     local_class = data.get("local_class", MISSING)
-    if local_class != FailureClass.FLAKE_SHAPED.value:
+    if local_class != _FLAKE_SHAPED:
         return verdict(
             DecideCode.NOT_FLAKE_SHAPED,
             f"local class is {local_class!r}: fix or revert, do not freeze",
@@ -197,7 +200,7 @@ def decide(
     if clean_class != local_class:
         why = (
             "clean run passed: an environment miss"
-            if clean_class == FailureClass.PASS.value
+            if clean_class == _PASS
             else f"clean class {clean_class!r}: unstable signature"
         )
         return verdict(DecideCode.CLASS_MISMATCH, why)

@@ -281,6 +281,26 @@ def test_one_runner_pattern_is_the_two_step_check(text: str) -> None:
     assert identity.is_runner_id(text) is (identity.runner_id_problem(text) is None)
 
 
+_HEX = st.text("0123456789abcdef", min_size=1, max_size=1)
+_RUNNER_ID = st.builds(
+    lambda image, nonce: f"img:{image}+nonce:{nonce}",
+    st.one_of(
+        st.just("local-uncontainerized"),
+        st.lists(_HEX, min_size=64, max_size=64).map("".join),
+        st.lists(_HEX, min_size=64, max_size=64).map(lambda h: "sha256:" + "".join(h)),
+    ),
+    st.lists(_HEX, min_size=16, max_size=16).map("".join),
+)
+
+
+@given(_RUNNER_ID, st.one_of(_RUNNER_ID, RUNNER_TEXT))
+def test_runner_ids_are_their_own_identity_key(a: str, b: str) -> None:
+    """decide compares two valid runner ids with ``==``: ``same_runner``'s answer."""
+    assert identity.is_runner_id(a) and identity.identity_key(a) == a
+    if identity.is_runner_id(b):
+        assert identity.same_runner(a, b) is (a == b)
+
+
 @given(st.dictionaries(st.sampled_from([*DECIDE_FIELDS, "format", "x", "test_ID", ""]), st.none()))
 def test_unknown_keys_as_the_set_difference(packet: dict[str, object]) -> None:
     known = set(DECIDE_FIELDS) | set(_fields.FORMAT_KEYS)
