@@ -169,31 +169,31 @@ def decide(
     A packet expires with its ``patch_hash`` and ``oracle_version``: callers
     match those against the current patch before trusting an old decision.
     """
-    data = wire_form(packet, "DecidePacket")
+    code, reasons = _judged(wire_form(packet, "DecidePacket"))
+    return trusted_decision(
+        _DECIDE, code, DECIDE_EXIT[code], code is _ELIGIBLE, reasons, policy.values()
+    )
 
-    def verdict(code: DecideCode, *reasons: str) -> DecideDecision:
-        return trusted_decision(
-            _DECIDE, code, DECIDE_EXIT[code], code is _ELIGIBLE, reasons, policy.values()
-        )
 
+def _judged(data: Mapping[str, object]) -> tuple[DecideCode, tuple[str, ...]]:
+    """:func:`decide`'s code and reasons: one decision built for them, no closure per packet."""
     if type(data) is not dict and not isinstance(data, Mapping):
-        return verdict(DecideCode.MISSING_FIELD, "packet is not a JSON object")
+        return DecideCode.MISSING_FIELD, ("packet is not a JSON object",)
     if reasons := _malformed(data):
-        return verdict(DecideCode.MISSING_FIELD, *reasons)
+        return DecideCode.MISSING_FIELD, tuple(reasons)
     if data.get("clean_run_completed", MISSING) is not True:
-        return verdict(DecideCode.CLEAN_RUN_UNAVAILABLE, "the clean run did not complete")
+        return DecideCode.CLEAN_RUN_UNAVAILABLE, ("the clean run did not complete",)
     for name in _ECHOES:
         if not is_nonblank(data.get(name, MISSING)):
-            return verdict(DecideCode.CLEAN_RUN_UNAVAILABLE, f"the clean run did not echo {name}")
+            return DecideCode.CLEAN_RUN_UNAVAILABLE, (f"the clean run did not echo {name}",)
     local_runner, clean_runner = data["local_runner_id"], data["clean_runner_id"]
     # Both follow the runner id grammar (checked above): lowercase, no space, ASCII,
     # so each is its own identity key and ``same_runner`` is ``==`` (tested).
     if local_runner == clean_runner:
-        return verdict(DecideCode.NOT_DISTINCT_RUNNER, "local and clean runner are the same")
+        return DecideCode.NOT_DISTINCT_RUNNER, ("local and clean runner are the same",)
     local_class = data.get("local_class", MISSING)
     if local_class != _FLAKE_SHAPED:
-        return verdict(
-            DecideCode.NOT_FLAKE_SHAPED,
+        return DecideCode.NOT_FLAKE_SHAPED, (
             f"local class is {local_class!r}: fix or revert, do not freeze",
         )
     clean_class = data.get("clean_class", MISSING)
@@ -203,11 +203,11 @@ def decide(
             if clean_class == _PASS
             else f"clean class {clean_class!r}: unstable signature"
         )
-        return verdict(DecideCode.CLASS_MISMATCH, why)
+        return DecideCode.CLASS_MISMATCH, (why,)
     if data["clean_fixture_hash"] != data["fixture_hash"]:
-        return verdict(DecideCode.FIXTURE_DRIFT, "clean run loaded another fixture")
+        return DecideCode.FIXTURE_DRIFT, ("clean run loaded another fixture",)
     if data["clean_input_hash"] != data["minimized_input_hash"]:
-        return verdict(DecideCode.INPUT_DRIFT, "clean run replayed another input")
+        return DecideCode.INPUT_DRIFT, ("clean run replayed another input",)
     if data.get("property_cohort_passed", MISSING) is not True:
-        return verdict(DecideCode.PROPERTY_OWNS_BUG, "property cohort did not pass")
-    return verdict(DecideCode.ELIGIBLE, "a distinct clean runner reproduced the flake")
+        return DecideCode.PROPERTY_OWNS_BUG, ("property cohort did not pass",)
+    return DecideCode.ELIGIBLE, ("a distinct clean runner reproduced the flake",)
