@@ -483,10 +483,13 @@ def test_descendants_from_children_files_are_those_of_the_full_walk() -> None:
         "kids = [subprocess.Popen(['sleep', '30']) for _ in range(2)]\n"
         "kids.append(subprocess.Popen(['sh', '-c', 'sleep 30 & sleep 30 & wait']))\n"
         "threading.Thread(target=lambda: subprocess.Popen(['sleep', '30']).wait()).start()\n"
+        "r, w = os.pipe()\n"
         "if os.fork() == 0:\n"
         "    os.setsid()\n"
+        "    os.write(w, b'x')\n"
         "    time.sleep(30)\n"
         "    os._exit(0)\n"
+        "os.read(r, 1)\n"  # the fork has left our session: both readings below see it so
         "print('ready', flush=True)\n"
         "time.sleep(30)\n"
     )
