@@ -92,8 +92,13 @@ def _which(name: str, env: Mapping[str, str], cwd: Path | None) -> str | None:
     if "/" in name:
         path = _from(cwd, name)
         return path if os.path.isfile(path) else None
-    found = shutil.which(name, path=env.get("PATH", os.defpath))
-    return os.path.abspath(found) if found is not None else None
+    # Entry by entry: a relative (or empty) entry is the command's directory's, as
+    # its own exec lookup takes it, not flakecore's working directory.
+    for entry in env.get("PATH", os.defpath).split(os.pathsep):
+        found = shutil.which(name, path=_from(cwd, entry or os.curdir))
+        if found is not None:
+            return os.path.abspath(found)
+    return None
 
 
 def _flags(args: Sequence[str]) -> frozenset[str]:

@@ -57,3 +57,21 @@ def test_the_interpreter_rule(
 
 def test_no_python_on_the_path_means_nothing_to_probe(tmp_path: Path) -> None:
     assert command_interpreter(["make", "test"], {"PATH": str(tmp_path)}, tmp_path) is None
+
+
+@pytest.mark.parametrize("path", ["bin", "./bin", "elsewhere:bin", "bin:"])
+def test_a_relative_path_entry_is_the_commands_directorys(
+    bin_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    """Not flakecore's working directory, where another ``bin/python3`` waits."""
+    ours = tmp_path / "ours"
+    (ours / "bin").mkdir(parents=True)
+    (ours / "bin" / "python3").symlink_to(sys.executable)
+    monkeypatch.chdir(ours)
+    found = command_interpreter(["python3", "-m", "pytest"], {"PATH": path}, bin_dir.parent)
+    assert found == Interpreter(os.path.join(bin_dir, "python3"))
+
+
+def test_an_empty_path_entry_is_the_commands_directory(bin_dir: Path) -> None:
+    found = command_interpreter(["python3.99"], {"PATH": ":/nonexistent"}, bin_dir)
+    assert found == Interpreter(os.path.join(bin_dir, "python3.99"))
