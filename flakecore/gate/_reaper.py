@@ -27,7 +27,8 @@ the import system uses the compiled module), and the reaper:
 So by the time flakecore reads an attempt's result, no process of that
 attempt exists.  One reaper per attempt means parallel attempts never kill
 each other's processes.  This module imports only the standard library, and
-little of it (it starts once per attempt: the command is started with
+little of it (it starts once per attempt: ``posix`` rather than ``os``,
+whose import of its ABCs was a sixth of the process; the command is started with
 ``posix_spawn``, its timeout is an interval timer, its status line is
 written without the ``json`` module, and the sweep reads each process's
 ``children`` file instead of every ``/proc/PID/stat``): it runs as a script,
@@ -44,10 +45,11 @@ survivor, which fails the attempt.
 
 from __future__ import annotations
 
-import os
+import posix  # what ``os`` wraps: importing ``os`` (and its ABCs) was a sixth of this process
 import sys
 import time
 from _json import encode_basestring_ascii  # the C encoder json uses: no json, no re to import
+from _stat import S_ISDIR
 
 TYPE_CHECKING = False  # typing is an import this process does not pay for
 if TYPE_CHECKING:
@@ -86,6 +88,24 @@ def _quietly(call: Callable[[int, int], object], pid: int, value: int) -> None:
         call(pid, value)
     except OSError:
         pass
+
+
+def _fsdecode(name: bytes) -> str:
+    """``os.fsdecode(name)``."""
+    return name.decode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
+
+
+def _fsencode(name: str) -> bytes:
+    """``os.fsencode(name)``."""
+    return name.encode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
+
+
+def _isdir(path: str) -> bool:
+    """``os.path.isdir(path)``."""
+    try:
+        return S_ISDIR(posix.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def _libc_prctl() -> Callable[..., int]:
@@ -131,13 +151,13 @@ def _prctl(option: int, value: int) -> bool:
 
 def become_subreaper() -> bool:
     """Make this process the subreaper of its descendants; False where that cannot be done."""
-    return _prctl(_PR_SET_CHILD_SUBREAPER, 1) and os.path.isdir("/proc/self")
+    return _prctl(_PR_SET_CHILD_SUBREAPER, 1) and _isdir("/proc/self")
 
 
 def _parents() -> dict[int, tuple[int, int]]:
     """``{pid: (parent pid, session id)}`` for every process ``/proc`` shows."""
     parents: dict[int, tuple[int, int]] = {}
-    for name in os.listdir("/proc"):
+    for name in posix.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
@@ -174,7 +194,7 @@ def _children(pid: int) -> list[int] | None:
     process that is gone has no children.
     """
     try:
-        tasks = os.listdir(f"/proc/{pid}/task")
+        tasks = posix.listdir(f"/proc/{pid}/task")
     except OSError:
         return []
     found: list[int] = []
@@ -183,7 +203,7 @@ def _children(pid: int) -> list[int] | None:
             with open(f"/proc/{pid}/task/{task}/children", "rb") as fh:
                 found += map(int, fh.read().split())
         except FileNotFoundError:
-            if not os.path.isdir(f"/proc/{pid}/task/{task}"):
+            if not _isdir(f"/proc/{pid}/task/{task}"):
                 continue  # the thread ended meanwhile
             return None  # a kernel without CONFIG_PROC_CHILDREN
         except OSError:
@@ -240,13 +260,13 @@ def _reap(pids: Collection[int], *, any_child: bool) -> None:
     if any_child:
         while True:
             try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
+                pid, _ = posix.waitpid(-1, posix.WNOHANG)
             except ChildProcessError:
                 return
             if pid == 0:
                 return
     for pid in pids:
-        _quietly(os.waitpid, pid, os.WNOHANG)
+        _quietly(posix.waitpid, pid, posix.WNOHANG)
 
 
 def end_descendants(
@@ -270,7 +290,7 @@ def end_descendants(
         refused = set()
         for pid in found:
             try:
-                os.kill(pid, signal.SIGKILL)
+                posix.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
             except PermissionError:
@@ -312,14 +332,16 @@ def _run(argv: list[str], timeout: float | None) -> dict[str, object]:
     try:
         # A new session, the signals Python ignores back at their default, nothing else
         # inherited but stdin/stdout/stderr (the status pipe is close-on-exec).
-        pid = os.posix_spawnp(argv[0], argv, os.environ, setsid=True, setsigdef=_DEFAULT_SIGNALS)
+        pid = posix.posix_spawnp(
+            argv[0], argv, posix.environ, setsid=True, setsigdef=_DEFAULT_SIGNALS
+        )
     except OSError as exc:
         return {"start_error": f"{argv[0]}: {exc.strerror or exc}", "duration_s": 0.0}
     expired = []
 
     def kill_at_timeout(_signum: int, _frame: FrameType | None) -> None:
         expired.append(True)
-        _quietly(os.killpg, pid, signal.SIGKILL)
+        _quietly(posix.killpg, pid, signal.SIGKILL)
 
     if timeout is not None and timeout < _FOREVER_S:
         signal.signal(signal.SIGALRM, kill_at_timeout)
@@ -327,9 +349,9 @@ def _run(argv: list[str], timeout: float | None) -> dict[str, object]:
     status: dict[str, object] = {}
     reaped = False
     try:
-        _, code = os.waitpid(pid, 0)  # the timer's kill ends this wait too
+        _, code = posix.waitpid(pid, 0)  # the timer's kill ends this wait too
         reaped = True
-        status["returncode"] = os.waitstatus_to_exitcode(code)
+        status["returncode"] = posix.waitstatus_to_exitcode(code)
     except _Stop:
         status["stopped"] = True
     signal.setitimer(signal.ITIMER_REAL, 0)
@@ -337,9 +359,9 @@ def _run(argv: list[str], timeout: float | None) -> dict[str, object]:
     if expired:
         status = {"timed_out": True}
     status["duration_s"] = time.monotonic() - start
-    _quietly(os.killpg, pid, signal.SIGKILL)
+    _quietly(posix.killpg, pid, signal.SIGKILL)
     if not reaped:  # (ChildProcessError: it was reaped just before the stop)
-        _quietly(os.waitpid, pid, 0)
+        _quietly(posix.waitpid, pid, 0)
     return status
 
 
@@ -352,7 +374,7 @@ def job(data: bytes) -> tuple[str, float | None, list[str]] | None:
     head, newline, body = data.partition(b"\n")
     if not newline or not head.isdigit() or int(head) != len(body):
         return None
-    cwd, timeout, *argv = map(os.fsdecode, body.split(b"\0"))
+    cwd, timeout, *argv = map(_fsdecode, body.split(b"\0"))
     if not argv or not argv[0]:
         return None
     return cwd, float(timeout) if timeout else None, argv
@@ -361,28 +383,28 @@ def job(data: bytes) -> tuple[str, float | None, list[str]] | None:
 def job_message(cwd: str, timeout: float | None, argv: list[str]) -> bytes:
     """What :func:`job` reads back as ``(cwd, timeout, argv)``."""
     fields = [cwd, "" if timeout is None else repr(float(timeout)), *argv]
-    body = b"\0".join(map(os.fsencode, fields))
+    body = b"\0".join(map(_fsencode, fields))
     return b"%d\n" % len(body) + body
 
 
 def _receive(job_fd: int) -> bytes:
     """Everything flakecore sends on the job socket, up to its end."""
     data = b""
-    while chunk := os.read(job_fd, 65536):
+    while chunk := posix.read(job_fd, 65536):
         data += chunk
-    os.close(job_fd)
+    posix.close(job_fd)
     return data
 
 
 def main(args: list[str]) -> int:
     """``STATUS_FD JOB_FD PARENT_PID``; the job (:func:`job`) arrives on ``JOB_FD``."""
     status_fd, job_fd, parent = int(args[0]), int(args[1]), int(args[2])
-    os.set_inheritable(status_fd, False)  # the command must not hold the status pipe
-    os.set_inheritable(job_fd, False)  # nor the job socket
+    posix.set_inheritable(status_fd, False)  # the command must not hold the status pipe
+    posix.set_inheritable(job_fd, False)  # nor the job socket
     contained = become_subreaper()
     signal.signal(signal.SIGTERM, _stop)
     _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    if os.getppid() != parent:  # flakecore died before the request took effect
+    if posix.getppid() != parent:  # flakecore died before the request took effect
         return 1
     try:
         given = job(_receive(job_fd))
@@ -394,7 +416,7 @@ def main(args: list[str]) -> int:
     status: dict[str, object]
     try:
         try:
-            os.chdir(cwd)
+            posix.chdir(cwd)
         except OSError as exc:  # no such directory: the command never starts
             error = f"cannot start the attempt in {cwd}: {exc.strerror or exc}"
             status = {"start_error": error, "duration_s": 0.0}
@@ -404,8 +426,8 @@ def main(args: list[str]) -> int:
         status = {"stopped": True, "duration_s": 0.0}
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     if contained:
-        status["survivors"] = end_descendants(os.getpid(), any_child=True)
+        status["survivors"] = end_descendants(posix.getpid(), any_child=True)
     status["contained"] = "subreaper" if contained else "process-group"
-    with os.fdopen(status_fd, "w") as out:
+    with open(status_fd, "w") as out:
         out.write(status_line(status))
     return 0

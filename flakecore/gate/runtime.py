@@ -190,11 +190,12 @@ WEAK_CONTAINMENT = (
 #: working directory on the path; the reaper's own directory goes last, after the standard
 #: library, and the import system runs its compiled module when that is current
 #: (compiling the file as a script cost more than the rest of the reaper's start-up);
+#: ``posix``, not ``os``: nothing in the reaper imports ``os`` (a sixth of its instructions);
 #: ``-B``: the reaper writes no bytecode of its own.
 _REAPER_START = (
-    "import os, sys; "
+    "import posix, sys; "
     f"sys.path.append({os.path.dirname(os.path.abspath(_reaper.__file__))!r}); "
-    "from _reaper import main; os._exit(main(sys.argv[1:]))"
+    "from _reaper import main; posix._exit(main(sys.argv[1:]))"
 )
 #: How long a reaper may take past the attempt's timeout before it is killed itself.
 _REAPER_GRACE_S = 30.0

@@ -13,8 +13,11 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +29,7 @@ PROBE_VALUES = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
     max_leaves=12,
 )
+T = TypeVar("T")
 
 
 @settings(max_examples=500)
@@ -63,3 +67,40 @@ def test_the_reaper_started_from_a_hostile_directory_is_flakecores(tmp_path: Pat
         ["sh", "-c", "exit 3"], cwd=tmp_path, timeout_s=30, env=dict(os.environ)
     )
     assert (run.returncode, run.contained, run.survivors) == (3, "subreaper", ())
+
+
+def _same(fast: Callable[[T], object], slow: Callable[[T], object], value: T) -> None:
+    """``fast(value)`` is ``slow(value)``, or both raise the same exception type."""
+    try:
+        expected: object = slow(value)
+    except Exception as exc:  # (the fast path must raise the same type)
+        with pytest.raises(type(exc)):
+            fast(value)
+        return
+    assert fast(value) == expected
+
+
+@settings(max_examples=300)
+@given(st.binary(), st.text())
+def test_the_reapers_fs_names_are_os_own(name: bytes, text: str) -> None:
+    _same(_reaper._fsdecode, os.fsdecode, name)
+    _same(_reaper._fsencode, os.fsencode, text)
+
+
+def test_the_reapers_isdir_is_os_paths(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    (tmp_path / "link").symlink_to(tmp_path)
+    names = ["", "file", "link", "missing", "file/below", "a\0b", "/proc/self"]
+    for name in names:
+        path = str(tmp_path / name) if name and not name.startswith("/") else name
+        assert _reaper._isdir(path) == os.path.isdir(path), path
+
+
+def test_the_reaper_does_not_import_os() -> None:
+    """Its start imports ``posix``; ``os`` (and its ABCs) was a sixth of its instructions."""
+    start = runtime._REAPER_START.split("; from _reaper")[0]
+    code = f"{start}; import _reaper, sys; print(sorted({{'os', 'json'}} & set(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-B", "-c", code], capture_output=True, text=True, check=True
+    )
+    assert done.stdout == "[]\n"
