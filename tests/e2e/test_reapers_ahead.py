@@ -164,7 +164,8 @@ def test_no_process_of_the_user_can_hand_a_waiting_reaper_a_job(tmp_path: Path) 
 #: argv: MARKS SEED MODE.  Marks ``start-N``, and ``overlap-N`` if anything an earlier attempt
 #: left is still there.  MODE ``forge``: tries to open every descriptor of flakecore and of the
 #: reapers waiting for later attempts for writing (marking ``opened-a-socket`` if a job socket
-#: opens), and leaves a setsid grandchild behind (``left-N``: its pid); ``kill`` also kills the
+#: opens: told by the descriptor it opened, as a starting reaper may close its own meanwhile),
+#: and leaves a setsid grandchild behind (``left-N``: its pid); ``kill`` also kills the
 #: waiting reapers; ``honest`` does none of it.  Then it misses (exit 1).
 _ATTEMPT = r"""
 import os, signal, sys, time
@@ -190,7 +191,7 @@ if mode != "honest":
                 out = os.open(f"/proc/{pid}/fd/{fd}", os.O_WRONLY | os.O_NONBLOCK)
             except OSError:
                 continue
-            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:"):
+            if os.readlink(f"/proc/self/fd/{out}").startswith("socket:"):  # what it opened
                 (marks / "opened-a-socket").write_text(f"{pid} {fd}")
             os.close(out)
 if mode == "kill":
