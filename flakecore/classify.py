@@ -47,6 +47,16 @@ __all__ = [
 
 _REPLAY_KEYS = frozenset({"attempt_id", "passed", "exit_code", "duration_s"})
 
+#: The members and each class with its exit, read once: on this interpreter an enum's
+#: class attribute and its hash run Python code (a packet each time, as in decide).
+_FLAKE = ClassifyClass.FLAKE
+_AS_INCOMPLETE = (ClassifyClass.INCOMPLETE, CLASSIFY_EXIT[ClassifyClass.INCOMPLETE])
+_AS_FIXTURE = (ClassifyClass.FIXTURE, CLASSIFY_EXIT[ClassifyClass.FIXTURE])
+_AS_PROPERTY = (ClassifyClass.PROPERTY, CLASSIFY_EXIT[ClassifyClass.PROPERTY])
+_AS_STABLE_RED = (ClassifyClass.STABLE_RED, CLASSIFY_EXIT[ClassifyClass.STABLE_RED])
+_AS_FLAKE = (_FLAKE, CLASSIFY_EXIT[_FLAKE])
+_CLASSIFY = PolicyName.CLASSIFY
+
 
 @attrs.frozen(kw_only=True)
 class ClassifyDecision(Decision[ClassifyClass]):
@@ -64,7 +74,7 @@ class ClassifyDecision(Decision[ClassifyClass]):
     @property
     def freeze(self) -> str:
         """``eligible``, ``refused`` (a FLAKE without a valid lease) or ``no``."""
-        if self.code is not ClassifyClass.FLAKE:
+        if self.code is not _FLAKE:
             return "no"
         return "eligible" if self.freeze_allowed else "refused"
 
@@ -97,7 +107,7 @@ class ClassifyDecision(Decision[ClassifyClass]):
             and type(greens) is int
             and all(type(reason) is str for reason in lease)
         ):
-            return _extras_text(self.code is ClassifyClass.FLAKE, allowed, lease, replays, greens)
+            return _extras_text(self.code is _FLAKE, allowed, lease, replays, greens)
         return super().extras_text()
 
 
@@ -138,7 +148,7 @@ def _classified(  # noqa: PLR0917 - ClassifyDecision's fields in order, for a ho
     """
     obj: ClassifyDecision = _new(ClassifyDecision)
     p, c, e, a, r, v, s, f, lr, n, g = _SETTERS
-    p(obj, PolicyName.CLASSIFY)
+    p(obj, _CLASSIFY)
     c(obj, code)
     e(obj, exit_code)
     a(obj, accepted)
@@ -346,57 +356,54 @@ def classify(
     data = wire_form(report, "ClassifyReport")
     values = policy.values("replay_budget", "max_lease_days")
     values["now"] = _now_text(now)
-
-    def verdict(
-        code: ClassifyClass, *reasons: str, replays: int = 0, greens: int = 0
-    ) -> ClassifyDecision:
-        lease: list[str] = []
-        if code is ClassifyClass.FLAKE:
-            lease = lease_window_problems(
-                data.get("owner", MISSING), data.get("expires_at", MISSING), now=now, policy=policy
-            )
-        allowed = code is ClassifyClass.FLAKE and not lease
-        exit_code = CLASSIFY_EXIT[code]
-        if code is ClassifyClass.FLAKE and not allowed:
-            exit_code = CLASSIFY_FLAKE_LEASE_REFUSED
-        return _classified(
-            code, exit_code, allowed, reasons, values, allowed, tuple(lease), replays, greens
+    (code, exit_code), reasons, replays, greens = _judged(data, policy)
+    if code is not _FLAKE:
+        return _classified(code, exit_code, False, reasons, values, False, (), replays, greens)
+    lease = tuple(
+        lease_window_problems(
+            data.get("owner", MISSING), data.get("expires_at", MISSING), now=now, policy=policy
         )
+    )
+    if lease:
+        exit_code = CLASSIFY_FLAKE_LEASE_REFUSED
+    allowed = not lease
+    return _classified(code, exit_code, allowed, reasons, values, allowed, lease, replays, greens)
 
+
+#: A class with its exit (the lease may still refuse a ``FLAKE``), the reasons, replays, greens.
+_Judged = tuple[tuple[ClassifyClass, int], tuple[str, ...], int, int]
+
+
+def _judged(data: Mapping[str, object], policy: Policy) -> _Judged:
+    """:func:`classify`'s class and evidence counts: one decision built for them, no closure."""
     if type(data) is not dict and not isinstance(data, Mapping):
-        return verdict(ClassifyClass.INCOMPLETE, "report is not a JSON object")
+        return _AS_INCOMPLETE, ("report is not a JSON object",), 0, 0
     if reasons := _incomplete(data):
-        return verdict(ClassifyClass.INCOMPLETE, *reasons)
+        return _AS_INCOMPLETE, tuple(reasons), 0, 0
     if data["pin_status"] == "mismatch":
-        return verdict(ClassifyClass.FIXTURE, "the fixture pin does not match")
+        return _AS_FIXTURE, ("the fixture pin does not match",), 0, 0
     if data["property_verdict"] == "fail":
-        return verdict(ClassifyClass.PROPERTY, "the property fails: the code owns the bug")
+        return _AS_PROPERTY, ("the property fails: the code owns the bug",), 0, 0
     origin = data.get("origin_passed", MISSING)
     if not is_bool(origin):
-        return verdict(ClassifyClass.INCOMPLETE, "origin result unknown")
+        return _AS_INCOMPLETE, ("origin result unknown",), 0, 0
     if origin is True:
-        return verdict(ClassifyClass.INCOMPLETE, "the origin run passed: nothing to classify")
+        return _AS_INCOMPLETE, ("the origin run passed: nothing to classify",), 0, 0
     replays = data.get("replays", MISSING)
     greens = _sound_greens(replays) if isinstance(replays, list) else -1
     if greens < 0:  # worded only now: a sound report's replays are checked once, in one pass
-        return verdict(ClassifyClass.INCOMPLETE, *_replay_problems(replays))
+        return _AS_INCOMPLETE, tuple(_replay_problems(replays)), 0, 0
     assert isinstance(replays, list)
     n = data.get("budget", policy.replay_budget)
     if not is_count(n) or n < policy.replay_budget:  # type: ignore[operator]
-        return verdict(
-            ClassifyClass.INCOMPLETE,
-            f"budget {n!r} is not an integer >= the policy's {policy.replay_budget}",
-        )
+        why = f"budget {n!r} is not an integer >= the policy's {policy.replay_budget}"
+        return _AS_INCOMPLETE, (why,), 0, 0
     if len(replays) != n:
-        return verdict(
-            ClassifyClass.INCOMPLETE,
-            f"{plural(len(replays), 'replay')} for a budget of {n}: not filled",
-        )
+        why = f"{plural(len(replays), 'replay')} for a budget of {n}: not filled"
+        return _AS_INCOMPLETE, (why,), 0, 0
     if not greens:
-        return verdict(ClassifyClass.STABLE_RED, f"red on all {plural(n, 'replay')}", replays=n)
-    return verdict(
-        ClassifyClass.FLAKE, "at least one green in a full budget", replays=n, greens=greens
-    )
+        return _AS_STABLE_RED, (f"red on all {plural(n, 'replay')}",), n, 0
+    return _AS_FLAKE, ("at least one green in a full budget",), n, greens
 
 
 def freeze_allowed(
