@@ -139,9 +139,15 @@ def path_matches(path: str, pattern: str) -> bool:
     return "/" not in pattern and fnmatch.fnmatchcase(path.rsplit("/", 1)[-1], pattern)
 
 
+#: What in a glob is not literal text: ``*``, ``?``, a set as fnmatch reads one (a ``]``
+#: right after ``[`` or ``[!`` is its first member, and a ``*`` in it is a member too), or a
+#: ``[`` that opens none (fnmatch takes that one literally; leaving it out only keeps more).
+_NOT_LITERAL = re.compile(r"[*?]|\[!?\]?[^\]]*\]|\[")
+
+
 def _literals(glob: str) -> list[str]:
-    """Text every path ``glob`` matches holds: its pieces between ``*`` with no ``?`` or ``[``."""
-    return [piece for piece in glob.split("*") if piece and "?" not in piece and "[" not in piece]
+    """Text every path ``glob`` matches holds: its pieces between wildcards and sets."""
+    return [piece for piece in _NOT_LITERAL.split(glob) if piece]
 
 
 def _matcher(globs: Iterable[str], text: str) -> Callable[[str], object] | None:

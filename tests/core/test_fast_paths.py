@@ -333,7 +333,24 @@ GLOBS = st.one_of(
     st.sampled_from(DEFAULT_FIXTURE_GLOBS),
     st.lists(
         st.sampled_from(
-            ["*", "?", "a", "b", "/", "[ab]", "[!a]", "[", "]", "tests", "**", ".", "é"]
+            [
+                "*",
+                "?",
+                "a",
+                "b",
+                "/",
+                "[ab]",
+                "[!a]",
+                "[",
+                "]",
+                "tests",
+                "**",
+                ".",
+                "é",
+                "[*]",
+                "[]*]",
+                "[!*a]",
+            ]
         ),
         max_size=5,
     ).map("".join),
@@ -419,6 +436,26 @@ CHANGES = st.builds(
     st.sampled_from(["100644", "120000", "160000", "000000"]),
     st.sampled_from(["100644", "100755", "120000", "000000"]),
 )
+
+
+#: A ``*`` inside a set is a member, not a wildcard: the glob's literal text is around the set.
+STARRED_SETS = [
+    ("[*]", "*"),
+    ("[*]", "a/*"),
+    ("[a*b]x", "*x"),
+    ("[]*]", "]"),
+    ("[!*]y", "xy"),
+    ("led[*]ger.json", "data/led*ger.json"),
+    ("ledger[0-9].json", "ledger7.json"),
+]
+
+
+@pytest.mark.parametrize(("glob", "path"), STARRED_SETS)
+def test_a_glob_with_a_star_in_a_set_still_guards_its_paths(glob: str, path: str) -> None:
+    assert guard.path_matches(path, glob)
+    found = guard.guard_paths("main", [path], [], [glob], guarded={POLICY_TABLE: "x"})
+    assert path in found.ledger_paths
+    assert found == _guard_paths_before([guard.Change(path)], [], [glob], [], set())
 
 
 @settings(max_examples=500)
