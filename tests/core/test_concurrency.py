@@ -20,12 +20,18 @@ from flakecore import LogStatus, reduce_logs
 SEQUENCE = ["miss", "pass", "pass", "error", "miss", "skip", "pass", "timeout"] * 25
 
 WORKER = """
-import sys, time
+import os, sys, time
 from flakecore import AttemptResult, AttemptWriter
 path, delay = sys.argv[1], float(sys.argv[2])
 seq = {seq!r}
+hold = sys.argv[3] if len(sys.argv) > 3 else None  # pause half-way until this file exists
 with AttemptWriter(path, seed="shared-seed") as writer:
-    for word in seq:
+    for n, word in enumerate(seq):
+        if hold and n == len(seq) // 2:
+            open(hold + ".paused", "w").close()
+            deadline = time.monotonic() + 60
+            while not os.path.exists(hold) and time.monotonic() < deadline:
+                time.sleep(0.005)
         writer.append(AttemptResult(word))
         if delay:
             time.sleep(delay)
@@ -61,9 +67,16 @@ def test_parallel_workers_reduce_exactly(tmp_path: Path) -> None:
 
 def test_reader_during_writes_sees_a_prefix_or_incomplete(tmp_path: Path) -> None:
     path = tmp_path / "worker.jsonl"
-    proc = spawn(WORKER, str(path), "0.001")
+    hold = tmp_path / "go"
+    proc = spawn(WORKER, str(path), "0.001", str(hold))
     seen_complete = 0
     while proc.poll() is None:
+        if not hold.exists() and Path(f"{hold}.paused").exists():
+            # The writer waits between two lines: this reading must be complete.
+            summary = reduce_logs([path])
+            assert summary.complete and summary.attempts == len(SEQUENCE) // 2
+            seen_complete += 1
+            hold.touch()
         if path.exists():
             summary = reduce_logs([path])
             if summary.complete:
@@ -71,7 +84,7 @@ def test_reader_during_writes_sees_a_prefix_or_incomplete(tmp_path: Path) -> Non
                 assert is_prefix_count(summary.results, summary.attempts)
             else:
                 assert summary.reasons
-    assert proc.returncode == 0
+    assert proc.returncode == 0 and hold.exists()  # the paused reading was taken
     final = reduce_logs([path])
     assert final.complete
     assert final.attempts == len(SEQUENCE)
