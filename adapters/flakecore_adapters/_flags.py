@@ -80,34 +80,37 @@ class _Seen:
     """Fingerprints of the test ids whose first state ended, to refuse a far repeat.
 
     Each id costs one 64-bit fingerprint (Python's per-process randomized
-    string hash), never the id itself.  The newest wait in a dict, where a
-    repeat among them is found at once (a block's report lines stay in the
-    sequence they came in, not one int object each); when the dict holds a
-    sixth of the others (at least 65 536) it is compared with all of them in
-    one C-level pass and appended to a flat array of 8-byte slots.  The
-    passes read the array about seven times in all (a geometric series), in
-    C, where a hash table would take one Python-level probe per id (at a
-    million ids the two cost about the same time; this one never doubles a
-    table): a million ids take 8 MiB in the array and at most ~14 MiB in the
-    dict.  Each older fingerprint read is a random probe into the dict, a
-    cache miss at these sizes: with an eighth (nine reads, the line an int
-    object per waiting id) the far-repeat check took about 1.2 s of a
-    million-id report's CPU time and the same memory.  A repeat of an older
-    id is therefore found at the next pass (or at the end of the report),
-    not at once; the report is refused either way.  Two distinct ids with
-    the same fingerprint count as one: at worst a spurious refusal, never a
-    hidden repeat.
+    string hash), never the id itself.  The newest wait in a set, where a
+    repeat among them is found at once; when the set holds a sixth of the
+    others (at least 65 536) it is compared with all of them in one C-level
+    pass and appended to a flat array of 8-byte slots.  The passes read the
+    array about seven times in all (a geometric series), in C, where a hash
+    table would take one Python-level probe per id (at a million ids the two
+    cost about the same time; this one never doubles a table): a million ids
+    take 8 MiB in the array and a few MiB in the set.  Each older
+    fingerprint read is a random probe into the set, a cache miss at these
+    sizes: a set's probe reads one slot (hash and key side by side), where a
+    dict's reads its index and then its entry, which made the passes about
+    twice as slow; with an eighth (nine reads) the far-repeat check took
+    about 1.2 s of a million-id report's CPU time and the same memory.  The
+    waiting fingerprints' report lines are kept beside the set in the
+    sequences they came in (a block's lines are the caller's, not copied),
+    read only to name a repeat.  A repeat of an older id is therefore found
+    at the next pass (or at the end of the report), not at once; the report
+    is refused either way.  Two distinct ids with the same fingerprint count
+    as one: at worst a spurious refusal, never a hidden repeat.
     """
 
-    __slots__ = ("_done", "_lines", "_new", "_refuse")
+    __slots__ = ("_blocks", "_done", "_new", "_refuse", "_single_lines", "_singles")
 
     def __init__(self, refuse: Callable[[str | None, int | None], InputError]) -> None:
         self._done = array("q")
-        #: Waiting fingerprint -> its report line (0: none), or None for one of a block:
-        #: a block's lines stay in the sequence they came in (kept, not copied: callers
-        #: never change it), not one int object each.
-        self._new: dict[int, int | None] = {}
-        self._lines: list[Sequence[int | None]] = []
+        self._new: set[int] = set()
+        #: The waiting fingerprints and their report lines (None or 0: none), for an error:
+        #: blocks as ``(fingerprints, lines)``, single ids in two flat lists.
+        self._blocks: list[tuple[Sequence[int], Sequence[int | None]]] = []
+        self._singles: list[int] = []
+        self._single_lines: list[int | None] = []
         #: ``refuse(test_id or None, line)``: the error for a repeat.
         self._refuse = refuse
 
@@ -117,7 +120,9 @@ class _Seen:
         new = self._new
         if fingerprint in new:
             raise self._refuse(test_id, line)
-        new[fingerprint] = line or 0
+        new.add(fingerprint)
+        self._singles.append(fingerprint)
+        self._single_lines.append(line)
         if len(new) >= _MIN_PASS and len(new) * _SHARE >= len(self._done):
             self.check()
 
@@ -125,17 +130,17 @@ class _Seen:
         """Ids that were each the first attempt of a new id, with their report lines."""
         fingerprints = list(map(hash, ids))
         new = self._new
-        if not new.keys().isdisjoint(fingerprints):
+        if not new.isdisjoint(fingerprints):
             at = next(at for at, fingerprint in enumerate(fingerprints) if fingerprint in new)
             raise self._refuse(ids[at], lines[at])
         size = len(new) + len(fingerprints)
-        new.update(zip(fingerprints, repeat(None)))
+        new.update(fingerprints)
         if len(new) != size:  # two ids of the block share a fingerprint
             first: dict[int, int] = {}
             for at, fingerprint in enumerate(fingerprints):
                 if first.setdefault(fingerprint, at) != at:
                     raise self._refuse(ids[at], lines[at])
-        self._lines.append(lines)
+        self._blocks.append((fingerprints, lines))
         if size >= _MIN_PASS and size * _SHARE >= len(self._done):
             self.check()
 
@@ -143,20 +148,21 @@ class _Seen:
         """Compare the newest fingerprints with the older ones; keep them all."""
         new = self._new
         done = self._done
-        if not new.keys().isdisjoint(done):
+        if not new.isdisjoint(done):
             found = set(filter(new.__contains__, done))
-            blocks = chain.from_iterable(self._lines)
-            hits = []
-            for fingerprint, line in new.items():
-                at = (next(blocks) or 0) if line is None else line
-                if fingerprint in found:
-                    hits.append(at)
+            waiting = chain(
+                chain.from_iterable(zip(*block, strict=True) for block in self._blocks),
+                zip(self._singles, self._single_lines, strict=True),
+            )
+            hits = [line or 0 for fingerprint, line in waiting if fingerprint in found]
             raise self._refuse(None, min(hits) or None)
         # struct converts each int directly; array.extend parses each through
         # PyArg_Parse (about 600 instructions per fingerprint against ~100).
         done.frombytes(struct.pack(f"{len(new)}q", *new))
         new.clear()
-        self._lines.clear()
+        self._blocks.clear()
+        self._singles.clear()
+        self._single_lines.clear()
 
 
 class Emitter:
