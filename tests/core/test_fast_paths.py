@@ -1080,6 +1080,21 @@ def test_budgets_digests_as_one_text_are_the_per_field_checks(packet: dict[str, 
     assert budget_module._hashes_sound(packet) is by_field
 
 
+@settings(max_examples=2000)
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            ["property_sha256", "base_property_sha256", "fixture_epoch", "base_fixture_epoch",
+             "claimed_epoch", "base_sha"]
+        ),
+        HEX_FIELD,
+    )
+)  # fmt: skip
+def test_admits_digests_as_one_text_are_the_per_field_checks(packet: dict[str, object]) -> None:
+    admit_module = importlib.import_module("flakecore.admit")
+    assert admit_module._hashes_sound(packet) is admit_module._hashes_sound_by_field(packet)
+
+
 @given(_decisions())
 def test_a_kept_verdict_line_is_the_one_formatted_afresh(decision: Decision[Any]) -> None:
     fresh = f"exit={decision.exit_code} {decision.policy.value}={decision.code.value}"
