@@ -928,6 +928,15 @@ def test_the_sound_replays_check_is_the_worded_one(replays: object) -> None:
     assert classify_module._sound_greens(replays) == greens  # classify's count, in the same pass
 
 
+@pytest.mark.parametrize("missing", ["attempt_id", "passed"])
+def test_four_keys_with_an_unknown_one_are_not_sound(missing: str) -> None:
+    replay = {"attempt_id": "r1", "passed": True, "exit_code": 0, "duration_s": 0.5}
+    del replay[missing]
+    replay["extra"] = "r2" if missing == "attempt_id" else True
+    assert classify_module._sound_greens([replay]) == -1
+    assert classify_module._worded_replay_problems([replay]) != []
+
+
 FIXED = st.builds(
     dt.timezone, st.integers(-1439, 1439).map(lambda minutes: dt.timedelta(minutes=minutes))
 )
