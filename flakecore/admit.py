@@ -19,7 +19,7 @@ from flakecore._fields import (
 )
 from flakecore.codes import AdmitCode, PolicyName
 from flakecore.decision import Decision, trusted_decision
-from flakecore.digest import is_commit_id, is_digest
+from flakecore.digest import is_commit_id, is_digest, is_lower_hex
 from flakecore.exits import ADMIT_EXIT
 from flakecore.policy import DEFAULT_POLICY, Policy
 
@@ -41,6 +41,8 @@ _DIGESTS = (
 
 
 _KNOWN = known_keys(ADMIT_FIELDS)
+#: An absent ``base_sha`` passes: a commit id stands in for it.
+_NO_BASE_SHA = "0" * 40
 
 
 def _sound(packet: Mapping[str, object]) -> bool:
@@ -53,13 +55,40 @@ def _sound(packet: Mapping[str, object]) -> bool:
     for name in _COUNTS:
         if not is_int(packet.get(name)):
             return False
-    for name in _DIGESTS:
-        if not is_digest(packet.get(name)):
-            return False
+    if not _hashes_sound(packet):
+        return False
     property_id = packet.get("property_id", "-")
     if not isinstance(property_id, str) or not property_id.strip():
         return False
-    return is_seed(packet.get("seed", "")) and is_commit_id(packet.get("base_sha", "0" * 40))
+    return is_seed(packet.get("seed", ""))
+
+
+def _hashes_sound(packet: Mapping[str, object]) -> bool:
+    """The five digests and ``base_sha`` (absent or a commit id), as decide checks its own.
+
+    Plain strings of a digest's or a commit id's length are checked as one
+    text (one :func:`is_lower_hex` where each field took its own); anything
+    else field by field.
+    """
+    texts: list[str] = []
+    for name in _DIGESTS:
+        text = packet.get(name)
+        if type(text) is not str or len(text) != 64:
+            return _hashes_sound_by_field(packet)
+        texts.append(text)
+    base_sha = packet.get("base_sha", _NO_BASE_SHA)
+    if type(base_sha) is not str or (len(base_sha) != 40 and len(base_sha) != 64):
+        return _hashes_sound_by_field(packet)
+    texts.append(base_sha)
+    return is_lower_hex("".join(texts))
+
+
+def _hashes_sound_by_field(packet: Mapping[str, object]) -> bool:
+    """:func:`_hashes_sound`, one field at a time."""
+    for name in _DIGESTS:
+        if not is_digest(packet.get(name)):
+            return False
+    return is_commit_id(packet.get("base_sha", _NO_BASE_SHA))
 
 
 def _incomplete_reasons(packet: Mapping[str, object]) -> list[str]:
@@ -110,46 +139,66 @@ def admit(
     ``patch_misses`` explains why a freeze was requested; it never grants
     one.  Misses beyond the attempt cap are still ``REJECT_BUDGET``.
     """
-    packet = wire_form(evidence, "AdmitEvidence")
-    cap, floor = policy.attempt_cap, policy.min_base_misses
+    (code, exit_code), reasons = _judged(wire_form(evidence, "AdmitEvidence"), policy)
+    return trusted_decision(
+        _ADMIT,
+        code,
+        exit_code,
+        code is _ACCEPT,
+        reasons,
+        policy.values("attempt_cap", "min_base_misses"),
+    )
 
-    def verdict(code: AdmitCode, *reasons: str) -> AdmitDecision:
-        return admit_verdict(code, *reasons, policy=policy)
 
-    if not isinstance(packet, Mapping):
-        return verdict(AdmitCode.REJECT_INCOMPLETE, "evidence is not a JSON object")
+def _as(code: AdmitCode) -> tuple[AdmitCode, int]:
+    return code, ADMIT_EXIT[code]
+
+
+#: Each code with its exit, read once: on this interpreter an enum's class attribute
+#: and its hash run Python code (a packet each time, as in decide and classify).
+_ACCEPT = AdmitCode.ACCEPT_PREEXISTING
+_ADMIT = PolicyName.ADMIT
+_AS_ACCEPT = _as(_ACCEPT)
+_AS_INCOMPLETE = _as(AdmitCode.REJECT_INCOMPLETE)
+_AS_BUDGET = _as(AdmitCode.REJECT_BUDGET)
+_AS_PROPERTY_DRIFT = _as(AdmitCode.REJECT_PROPERTY_DRIFT)
+_AS_FIXTURE_EPOCH = _as(AdmitCode.REJECT_FIXTURE_EPOCH)
+_AS_PATCH_INTRODUCED = _as(AdmitCode.REJECT_PATCH_INTRODUCED)
+
+
+def _judged(
+    packet: Mapping[str, object], policy: Policy
+) -> tuple[tuple[AdmitCode, int], tuple[str, ...]]:
+    """:func:`admit`'s code with its exit, and the reasons: one decision built, no closure."""
+    if type(packet) is not dict and not isinstance(packet, Mapping):
+        return _AS_INCOMPLETE, ("evidence is not a JSON object",)
     if reasons := _incomplete_reasons(packet):
-        return verdict(AdmitCode.REJECT_INCOMPLETE, *reasons)
+        return _AS_INCOMPLETE, tuple(reasons)
+    cap, floor = policy.attempt_cap, policy.min_base_misses
     attempts = packet["base_attempts"]
     if not is_int(attempts) or not 1 <= attempts <= cap:  # type: ignore[operator]
-        return verdict(AdmitCode.REJECT_BUDGET, f"base_attempts must be an integer in 1..{cap}")
+        return _AS_BUDGET, (f"base_attempts must be an integer in 1..{cap}",)
     base_misses, patch_misses = packet["base_misses"], packet["patch_misses"]
     assert isinstance(base_misses, int) and isinstance(patch_misses, int)
     assert isinstance(attempts, int)
     if not (is_count(base_misses) and is_count(patch_misses)):
-        return verdict(AdmitCode.REJECT_INCOMPLETE, "a count is negative")
+        return _AS_INCOMPLETE, ("a count is negative",)
     if base_misses > attempts:
-        return verdict(AdmitCode.REJECT_INCOMPLETE, "base_misses exceeds base_attempts")
+        return _AS_INCOMPLETE, ("base_misses exceeds base_attempts",)
     if packet["property_sha256"] != packet["base_property_sha256"]:
-        return verdict(
-            AdmitCode.REJECT_PROPERTY_DRIFT, "property source differs between patch and base"
-        )
+        return _AS_PROPERTY_DRIFT, ("property source differs between patch and base",)
     epoch, base_epoch = packet["fixture_epoch"], packet["base_fixture_epoch"]
     if epoch != base_epoch:
-        return verdict(AdmitCode.REJECT_FIXTURE_EPOCH, "fixture epoch differs on the base run")
+        return _AS_FIXTURE_EPOCH, ("fixture epoch differs on the base run",)
     if epoch != packet["claimed_epoch"]:
-        return verdict(AdmitCode.REJECT_FIXTURE_EPOCH, "fixture epoch is not the claimed epoch")
+        return _AS_FIXTURE_EPOCH, ("fixture epoch is not the claimed epoch",)
     if base_misses >= floor:
-        return verdict(
-            AdmitCode.ACCEPT_PREEXISTING,
-            f"base missed {base_misses} of {attempts} (floor {floor})",
-        )
+        return _AS_ACCEPT, (f"base missed {base_misses} of {attempts} (floor {floor})",)
     if patch_misses >= 1:
-        return verdict(
-            AdmitCode.REJECT_PATCH_INTRODUCED,
+        return _AS_PATCH_INTRODUCED, (
             f"base missed {base_misses} of {attempts}; only the patch missed",
         )
-    return verdict(AdmitCode.REJECT_BUDGET, "no miss on base or patch within the budget")
+    return _AS_BUDGET, ("no miss on base or patch within the budget",)
 
 
 def freeze_record(

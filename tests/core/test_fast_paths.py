@@ -928,6 +928,15 @@ def test_the_sound_replays_check_is_the_worded_one(replays: object) -> None:
     assert classify_module._sound_greens(replays) == greens  # classify's count, in the same pass
 
 
+@pytest.mark.parametrize("missing", ["attempt_id", "passed"])
+def test_four_keys_with_an_unknown_one_are_not_sound(missing: str) -> None:
+    replay = {"attempt_id": "r1", "passed": True, "exit_code": 0, "duration_s": 0.5}
+    del replay[missing]
+    replay["extra"] = "r2" if missing == "attempt_id" else True
+    assert classify_module._sound_greens([replay]) == -1
+    assert classify_module._worded_replay_problems([replay]) != []
+
+
 FIXED = st.builds(
     dt.timezone, st.integers(-1439, 1439).map(lambda minutes: dt.timedelta(minutes=minutes))
 )
@@ -1078,6 +1087,21 @@ def test_budgets_digests_as_one_text_are_the_per_field_checks(packet: dict[str, 
         and is_commit_id(packet.get("opened_against", "0" * 40))
     )
     assert budget_module._hashes_sound(packet) is by_field
+
+
+@settings(max_examples=2000)
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            ["property_sha256", "base_property_sha256", "fixture_epoch", "base_fixture_epoch",
+             "claimed_epoch", "base_sha"]
+        ),
+        HEX_FIELD,
+    )
+)  # fmt: skip
+def test_admits_digests_as_one_text_are_the_per_field_checks(packet: dict[str, object]) -> None:
+    admit_module = importlib.import_module("flakecore.admit")
+    assert admit_module._hashes_sound(packet) is admit_module._hashes_sound_by_field(packet)
 
 
 @given(_decisions())
