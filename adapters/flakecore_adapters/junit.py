@@ -131,7 +131,7 @@ def _handlers(
     # '\\', else _UNKNOWN_CLASS (no room).
     plain_classes: dict[str | None, tuple[int, str, str]] = {}
     line_key = _PASS_MID + file_prefix(source, "junit") + ',"line":'
-    tail = "}}\n"  # the end of a record: the innermost suite's name, if any
+    tail = _suite_tail(None)  # the end of a record: the innermost suite's name, if any
     keep = limits.max_message_chars * 4
     max_text = limits.max_text_bytes
     depth = 0
@@ -262,7 +262,7 @@ def _handlers(
                 and "\\" not in case
             ):
                 test_id = known[1] + case
-                records.append(f'{HEAD}"{test_id}"{timed}{tc_line}{known[2]}{case}"{tail}')
+                records.append(f"{_ID_HEAD}{test_id}{timed}{tc_line}{known[2]}{case}{tail}")
                 ids.append(test_id)
                 lines.append(tc_line)
                 tc = None
@@ -321,13 +321,14 @@ def _handlers(
                     if '"' not in test_id and "\\" not in test_id:
                         # Printable ASCII without '"' and '\\' is its own JSON text.
                         records.append(
-                            f'{HEAD}"{test_id}"{timed}{tc_line}'
-                            f'{_CLASSNAME_KEY}"{classname}"{_NAME_KEY}"{case}"{tail}'
+                            f"{_ID_HEAD}{test_id}{timed}{tc_line}"
+                            f'{_CLASSNAME_KEY}"{classname}"{_NAME_KEY}"{case}{tail}'
                         )
                     else:
-                        quoted = quote(case)
+                        # timed and tail hold the closing quotes of the id and the name
+                        quoted = quote(case)[:-1]
                         named = quote(classname)
-                        head = quote(node) if node else f"{named[:-1]}::{quoted[1:]}"
+                        head = quote(node)[:-1] if node else f"{named[:-1]}::{quoted[1:]}"
                         records.append(
                             f"{HEAD}{head}{timed}{tc_line}"
                             f"{_CLASSNAME_KEY}{named}{_NAME_KEY}{quoted}{tail}"
@@ -494,6 +495,7 @@ def iter_lines(
     return lines_from(_parse, reader, limits=limits, only=only, counts=counts, alias=alias(only))
 
 
+_ID_HEAD = HEAD + '"'  # a plain pass's id is its own JSON text
 _PASS_HEAD = ',"outcome":"pass","native":"passed","attempt":1,"duration_s":'
 _PASS_MID = ',"message":null,"flags":[],"source":'
 _CLASSNAME_KEY = ',"classname":'
@@ -503,10 +505,14 @@ _UNKNOWN_CLASS = (-1, "", "")  # a classname the plain-pass lane cannot take at 
 
 
 def _timed(time: str | None, line_key: str, durations: dict[str | None, str]) -> str:
-    """A plain pass's record from its duration to its line, kept in ``durations``."""
+    """A plain pass's record from the id's closing quote to its line, kept in ``durations``.
+
+    The quotes around the id and the name's closing quote are in the cached
+    pieces (``_ID_HEAD``, this, the suite's tail): fewer pieces per record.
+    """
     seconds = duration_or_none(duration_from_text(time))  # as render() keeps it
     value = "null" if seconds is None else float.__repr__(seconds)
-    timed = _PASS_HEAD + value + line_key
+    timed = '"' + _PASS_HEAD + value + line_key
     if len(durations) > _CACHE:
         durations.clear()
     durations[time] = timed
@@ -523,8 +529,9 @@ def _case_depth(outer: list[str], max_depth: int) -> int:
 
 
 def _suite_tail(suite: str | None) -> str:
-    """The end of a plain pass's record: the suite's name, if any, and the closing braces."""
-    return ("" if suite is None else ',"suite":' + quote(suite)) + "}}\n"
+    """The end of a plain pass's record: the name's closing quote, the suite's name, if any,
+    and the closing braces."""
+    return '"' + ("" if suite is None else ',"suite":' + quote(suite)) + "}}\n"
 
 
 class _Cases:
