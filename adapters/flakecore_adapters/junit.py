@@ -131,7 +131,7 @@ def _handlers(
     # '\\', else _UNKNOWN_CLASS (no room).
     plain_classes: dict[str | None, tuple[int, str, str]] = {}
     line_key = _PASS_MID + file_prefix(source, "junit") + ',"line":'
-    tail = "}}\n"  # the end of a record: the innermost suite's name, if any
+    tail = _suite_tail(None)  # the end of a record: the innermost suite's name, if any
     keep = limits.max_message_chars * 4
     max_text = limits.max_text_bytes
     depth = 0
@@ -141,6 +141,7 @@ def _handlers(
     tc: dict[str, str] | None = None
     tc_depth = 0
     tc_line = 0
+    case_at = 0  # the depth a testcase may start at (see _case_depth)
     plain_depth = 0  # tc_depth while the open testcase may be a plain pass (text output), else 0
     lane = rendering  # a plain pass may take the lane: text output, not in pytest's suite
     results: list[list[Any]] | None = None
@@ -169,23 +170,12 @@ def _handlers(
         parser.CharacterDataHandler = text
 
     def start(name: str, attrs: dict[str, str]) -> None:
-        # A testcase's start only: every other start is ``begin``'s (fewer cells per call).
+        # A testcase where one may stand only: every other start is ``begin``'s (fewer cells
+        # per call).  At ``case_at`` (a suite's child, within the depth limit) no testcase is
+        # open, so without a namespace there is nothing to refuse; ``begin`` refuses any other.
         nonlocal depth, tc, tc_depth, tc_line, results, plain_depth
         depth += 1
-        if depth > max_depth:
-            raise too_deep()
-        if "xmlns" in attrs and attrs["xmlns"] and _guarded(name):
-            # In a namespace, <failure> is another vocabulary's element, not JUnit's.
-            raise fail(
-                f"<{name[:40]}> in the XML namespace {attrs['xmlns'][:80]!r} is not "
-                "a JUnit element (namespaced reports are refused)"
-            )
-        if tc is None and name == "testcase":  # not on ``outer``: nothing in a testcase reads it
-            if depth == 1:
-                raise fail("not a JUnit report: root element is <testcase>")
-            parent = outer[-1]
-            if parent != "testsuite" and parent != "testsuites":  # noqa: PLR1714 - hot path
-                raise fail(f"<testcase> inside <{parent[:40]}>")
+        if depth == case_at and name == "testcase" and ("xmlns" not in attrs or not attrs["xmlns"]):
             tc = attrs
             tc_depth = depth
             tc_line = parser.CurrentLineNumber
@@ -200,7 +190,19 @@ def _handlers(
         )
 
     def begin(name: str, attrs: dict[str, str]) -> None:
-        nonlocal suite, tc, tc_depth, tc_line, results, virtual, tail, lane
+        nonlocal suite, tc, tc_depth, tc_line, results, virtual, tail, lane, case_at
+        if depth > max_depth:
+            raise too_deep()
+        if "xmlns" in attrs and attrs["xmlns"] and _guarded(name):
+            # In a namespace, <failure> is another vocabulary's element, not JUnit's.
+            raise fail(
+                f"<{name[:40]}> in the XML namespace {attrs['xmlns'][:80]!r} is not "
+                "a JUnit element (namespaced reports are refused)"
+            )
+        if tc is None and name == "testcase":  # not on ``outer``: nothing in a testcase reads it
+            if depth == 1:
+                raise fail("not a JUnit report: root element is <testcase>")
+            raise fail(f"<testcase> inside <{outer[-1][:40]}>")
         if tc is None:
             parent = outer[-1] if outer else ""
             outer.append(name)
@@ -227,6 +229,7 @@ def _handlers(
                 open_result(name, attrs, depth)
             elif _guarded(name):
                 raise fail(f"unexpected element <{name[:40]}> outside a testcase")
+            case_at = _case_depth(outer, max_depth)
         elif depth == tc_depth + 1:
             if name in _RESULT_TAGS:
                 open_result(name, attrs, depth)
@@ -243,9 +246,11 @@ def _handlers(
         if at == plain_depth:  # the end of a testcase without status or result children
             plain_depth = 0
             # The lane in ``rest``, for a classname it already took: only the name is checked.
-            try:  # subscripts: cheaper than get(); a missing attribute takes the lane in rest
+            try:  # subscripts: cheaper than get(); a missing attribute or an unseen class or
+                # duration takes the lane in rest (which keeps the class and the duration)
                 case = tc["name"]  # type: ignore[index] # plain_depth: a testcase is open
                 known = plain_classes[tc["classname"]]  # type: ignore[index]
+                timed = durations[tc.get("time")]  # type: ignore[union-attr]
             except KeyError:
                 case = ""
                 known = _UNKNOWN_CLASS
@@ -257,11 +262,7 @@ def _handlers(
                 and "\\" not in case
             ):
                 test_id = known[1] + case
-                time = tc.get("time")  # type: ignore[union-attr]
-                timed = durations.get(time)
-                if timed is None:
-                    timed = _timed(time, line_key, durations)
-                records.append(f'{HEAD}"{test_id}"{timed}{tc_line}{known[2]}{case}"{tail}')
+                records.append(f"{_ID_HEAD}{test_id}{timed}{tc_line}{known[2]}{case}{tail}")
                 ids.append(test_id)
                 lines.append(tc_line)
                 tc = None
@@ -269,13 +270,14 @@ def _handlers(
         rest(at)
 
     def rest(at: int) -> None:
-        nonlocal suite, tc, cur, cur_depth, virtual, tail, lane
+        nonlocal suite, tc, cur, cur_depth, virtual, tail, lane, case_at
         if tc is None:
             if outer.pop() == "testsuite":
                 suites.pop()
                 suite = suites[-1] if suites else None
                 tail = _suite_tail(suite)
                 lane = rendering and suite != PYTEST_SUITE
+            case_at = _case_depth(outer, max_depth)
             return
         if at == cur_depth:
             cur = None
@@ -319,13 +321,14 @@ def _handlers(
                     if '"' not in test_id and "\\" not in test_id:
                         # Printable ASCII without '"' and '\\' is its own JSON text.
                         records.append(
-                            f'{HEAD}"{test_id}"{timed}{tc_line}'
-                            f'{_CLASSNAME_KEY}"{classname}"{_NAME_KEY}"{case}"{tail}'
+                            f"{_ID_HEAD}{test_id}{timed}{tc_line}"
+                            f'{_CLASSNAME_KEY}"{classname}"{_NAME_KEY}"{case}{tail}'
                         )
                     else:
-                        quoted = quote(case)
+                        # timed and tail hold the closing quotes of the id and the name
+                        quoted = quote(case)[:-1]
                         named = quote(classname)
-                        head = quote(node) if node else f"{named[:-1]}::{quoted[1:]}"
+                        head = quote(node)[:-1] if node else f"{named[:-1]}::{quoted[1:]}"
                         records.append(
                             f"{HEAD}{head}{timed}{tc_line}"
                             f"{_CLASSNAME_KEY}{named}{_NAME_KEY}{quoted}{tail}"
@@ -492,6 +495,7 @@ def iter_lines(
     return lines_from(_parse, reader, limits=limits, only=only, counts=counts, alias=alias(only))
 
 
+_ID_HEAD = HEAD + '"'  # a plain pass's id is its own JSON text
 _PASS_HEAD = ',"outcome":"pass","native":"passed","attempt":1,"duration_s":'
 _PASS_MID = ',"message":null,"flags":[],"source":'
 _CLASSNAME_KEY = ',"classname":'
@@ -501,19 +505,33 @@ _UNKNOWN_CLASS = (-1, "", "")  # a classname the plain-pass lane cannot take at 
 
 
 def _timed(time: str | None, line_key: str, durations: dict[str | None, str]) -> str:
-    """A plain pass's record from its duration to its line, kept in ``durations``."""
+    """A plain pass's record from the id's closing quote to its line, kept in ``durations``.
+
+    The quotes around the id and the name's closing quote are in the cached
+    pieces (``_ID_HEAD``, this, the suite's tail): fewer pieces per record.
+    """
     seconds = duration_or_none(duration_from_text(time))  # as render() keeps it
     value = "null" if seconds is None else float.__repr__(seconds)
-    timed = _PASS_HEAD + value + line_key
+    timed = '"' + _PASS_HEAD + value + line_key
     if len(durations) > _CACHE:
         durations.clear()
     durations[time] = timed
     return timed
 
 
+def _case_depth(outer: list[str], max_depth: int) -> int:
+    """Where a testcase may start: a suite's child within the depth limit (0: nowhere).
+
+    ``outer`` holds every open element while no testcase is open.
+    """
+    at = len(outer) + 1
+    return at if outer and outer[-1] in ("testsuite", "testsuites") and at <= max_depth else 0
+
+
 def _suite_tail(suite: str | None) -> str:
-    """The end of a plain pass's record: the suite's name, if any, and the closing braces."""
-    return ("" if suite is None else ',"suite":' + quote(suite)) + "}}\n"
+    """The end of a plain pass's record: the name's closing quote, the suite's name, if any,
+    and the closing braces."""
+    return '"' + ("" if suite is None else ',"suite":' + quote(suite)) + "}}\n"
 
 
 class _Cases:

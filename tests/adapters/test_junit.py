@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from itertools import pairwise
 from typing import Any
 
 import flakecore_adapters
@@ -389,3 +390,39 @@ def test_final_results_read_directly_match_junitparser(
     limits = Limits(max_message_chars=limit)
     fast = junit._detailed(attrs, children, name, classname, limits)
     assert fast == junit._through_junitparser(attrs, children, name, classname, limits)
+
+
+@given(
+    st.lists(st.sampled_from(["testsuites", "testsuite", "properties"]), max_size=6),
+    st.integers(min_value=1, max_value=8),
+    st.booleans(),
+)
+@settings(max_examples=200, deadline=None)
+def test_a_testcase_stands_only_in_a_suite_within_the_depth_limit(
+    outer: list[str], max_depth: int, after_suite_failure: bool
+) -> None:
+    """The one-compare start of a testcase (``case_at``) agrees with the rules it skips.
+
+    A ``<testcase>`` is read exactly when every element around it may hold
+    the next one, its parent is a suite and it is within ``max_depth``; any
+    other is refused.
+    """
+    chain = ["testsuites", *outer]
+    case = b'<testcase classname="c" name="t"/>'
+    if after_suite_failure:
+        case = b"<failure/>" + case  # a suite-level result opens and closes first
+    body = case
+    for name in reversed(chain):
+        body = b"<%s>%s</%s>" % (name.encode(), body, name.encode())
+    allowed = {"testsuites": ("testsuites",), "testsuite": ("testsuites", "testsuite")}
+    fits = all(
+        parent in allowed.get(child, ("testsuites", "testsuite"))
+        for parent, child in pairwise(chain)
+    )
+    limits = Limits(max_depth=max_depth)
+    if fits and chain[-1] != "properties" and len(chain) + 1 <= max_depth:
+        ids = [(a.test_id, a.outcome.value) for a in run(body, "junit", limits=limits)]
+        assert ids[-1] == ("c::t", "pass")
+    else:
+        with pytest.raises(InputError):
+            run(body, "junit", limits=limits)
