@@ -163,16 +163,13 @@ def test_two_processes_adding_their_worktrees_at_once_are_both_decided(tmp_path:
     """Two ``triage`` processes in one repository, one red test each: both accepted."""
     repo = _red_repo(tmp_path)
     env = _shim_env(tmp_path)
-    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
-    runs = [
-        subprocess.Popen(
-            _triage(_red_logs(tmp_path / f"logs{i}", [test]), tmp_path / f"out{i}"),
-            cwd=repo,
-            env=env,
-            **pipes,
+    runs = []
+    for i, test in enumerate(TESTS):
+        argv = _triage(_red_logs(tmp_path / f"logs{i}", [test]), tmp_path / f"out{i}")
+        pipes = subprocess.PIPE
+        runs.append(
+            subprocess.Popen(argv, cwd=repo, env=env, stdout=pipes, stderr=pipes, text=True)
         )
-        for i, test in enumerate(TESTS)
-    ]
     answers = [run.communicate(timeout=300) for run in runs]
     for test, run, (stdout, stderr) in zip(TESTS, runs, answers, strict=True):
         verdicts, reasons = _verdicts(stdout)
