@@ -432,7 +432,7 @@ def _git_common_dir(top: Path) -> Path:
 
 
 @contextlib.contextmanager
-def _worktrees_locked(repo: Path, common: Path) -> Iterator[None]:
+def _worktrees_locked(repo: Path, common: Path, *, adding: bool = False) -> Iterator[None]:
     """Hold the repository's worktree lock: :data:`_WORKTREES`, then ``flock`` on ``common``.
 
     git keeps no lock over the worktrees' bookkeeping (``worktrees/`` in the
@@ -443,9 +443,10 @@ def _worktrees_locked(repo: Path, common: Path) -> Iterator[None]:
     threads of one process or processes side by side, take turns.  The flock
     is on a descriptor of the directory itself, opened read-only: nothing is
     written into the repository, and the kernel drops it with the process.
-    Both waits end at :data:`WORKTREE_LOCK_TIMEOUT_S` (:class:`WorktreeLockTimeout`),
-    a process asked to stop (:func:`~flakecore.gate.runtime.stop_all`) stops
-    waiting at once, and a signal ends the wait with nothing done.
+    Both waits end at :data:`WORKTREE_LOCK_TIMEOUT_S` (:class:`WorktreeLockTimeout`)
+    and a signal ends them with nothing done; an add (``adding``) of a process
+    asked to stop (:func:`~flakecore.gate.runtime.stop_all`) stops waiting at
+    once, while a removal, the cleanup, waits on.
     """
     from flakecore.gate.runtime import stopping  # noqa: PLC0415 - see remove()
 
@@ -465,7 +466,7 @@ def _worktrees_locked(repo: Path, common: Path) -> Iterator[None]:
                     break
                 except BlockingIOError:
                     pass
-                if stopping():
+                if adding and stopping():
                     raise GitError(f"{repo}: stopped while waiting for its worktree lock")
                 if time.monotonic() >= deadline:
                     raise _lock_timeout(repo)
@@ -528,7 +529,7 @@ class DetachedWorktree:
         self._common = _git_common_dir(top)
         if meanwhile is not None:
             meanwhile(scratch)
-        with _worktrees_locked(self.repo, self._common):
+        with _worktrees_locked(self.repo, self._common, adding=True):
             # Set first: a signal that stops git halfway leaves it registered (and locked),
             # and remove() then removes it by its path.  A signal before (in the lock's wait)
             # leaves nothing registered, and nothing for git to do.

@@ -6,8 +6,10 @@ shows the race it closes).  Here: the directory locked is the one git keeps
 ``worktrees/`` in, read from ``.git`` as git reads it (held to ``git rev-parse
 --git-common-dir`` on every layout); a lock held past the deadline is a
 :class:`WorktreeLockTimeout` (the replay's refusal, exit 1), never a hang; a
-signal while waiting leaves nothing registered; a removal that cannot get the
-lock in time still deletes the folder and leaves git's entry to a prune.
+signal while waiting leaves nothing registered, and so does an add of a
+process asked to stop (``stop_all``), which waits no more; a removal that
+cannot get the lock in time still deletes the folder and leaves git's entry
+to a prune.
 """
 
 from __future__ import annotations
@@ -239,4 +241,35 @@ def test_a_signal_while_waiting_for_the_lock_leaves_nothing_registered(
                 waiter.communicate()
     expected = "KeyboardInterrupt" if signum == signal.SIGINT else "Terminated"
     assert expected in err, err
+    _nothing_left(repo.path, repo.tmp)
+
+
+_STOPPED = """
+import sys
+from pathlib import Path
+from flakecore.errors import GitError, WorktreeLockTimeout
+from flakecore.gate.runtime import stop_all
+from flakecore.gate.worktree import DetachedWorktree
+
+stop_all()  # what triage --jobs does on a signal, for its worker threads
+tree = DetachedWorktree(Path(sys.argv[1]), sys.argv[2], tmp_root=Path(sys.argv[3]))
+try:
+    tree.create()
+except WorktreeLockTimeout:
+    print("timed out")
+except GitError:
+    print("stopped")
+finally:
+    tree.remove()
+"""
+
+
+def test_an_add_of_a_process_asked_to_stop_waits_no_more(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    with _flock_held(repo.path / ".git"):
+        run = subprocess.run(
+            [sys.executable, "-c", _STOPPED, str(repo.path), repo.base, str(repo.tmp)],
+            cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    assert (run.stdout, run.returncode) == ("stopped\n", 0), run.stderr
     _nothing_left(repo.path, repo.tmp)
