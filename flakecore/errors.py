@@ -26,6 +26,7 @@ __all__ = [
     "Untrusted",
     "UnusableInputError",
     "UsageError",
+    "WorktreeLockTimeout",
 ]
 
 
@@ -94,6 +95,14 @@ class GitError(FlakecoreError):
     message is one line naming the git command and git's own complaint.
     Defined here, not with the git layer (:mod:`flakecore.gate.worktree`),
     so the CLI can catch it without importing that layer.
+    """
+
+
+class WorktreeLockTimeout(GitError):
+    """Another replay held the repository's worktree lock past the deadline (docs/gate.md).
+
+    A refusal like any other :class:`GitError`: the worktree was not added
+    (or, on removal, its registration is left for ``git worktree prune``).
     """
 
 

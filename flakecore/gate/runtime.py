@@ -51,6 +51,7 @@ __all__ = [
     "signals_deferred",
     "signals_raise",
     "stop_all",
+    "stopping",
     "substitute",
 ]
 
@@ -260,6 +261,11 @@ def stop_all() -> None:
     for pid in reapers:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGTERM)
+
+
+def stopping() -> bool:
+    """Whether :func:`stop_all` was called: a wait of this process's (a lock) ends at once."""
+    return _stopped.is_set()
 
 
 def _stop_reaper(proc: subprocess.Popen[bytes]) -> None:

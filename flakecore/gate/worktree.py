@@ -12,10 +12,12 @@ the replay.  The worktree is removed on every path, including a signal.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -23,12 +25,14 @@ from types import TracebackType
 import attrs
 
 from flakecore._env import child_env
-from flakecore.errors import GitError, UsageError
+from flakecore.errors import GitError, UsageError, WorktreeLockTimeout
 
 __all__ = [
+    "WORKTREE_LOCK_TIMEOUT_S",
     "DetachedWorktree",
     "GitError",
     "TreeEntry",
+    "WorktreeLockTimeout",
     "git",
     "head_commit",
     "matching_refs",
@@ -44,11 +48,14 @@ __all__ = [
 ]
 
 
-#: Held around every ``git worktree add``, ``remove`` and ``prune`` of this process: git keeps
-#: no lock over the worktrees' bookkeeping (``.git/worktrees/``), so an add that lists the
-#: others while another add is writing its own entry fails ("failed to read
-#: .git/worktrees/tree1/commondir"), and a prune may delete the entry of an add half done.
-#: Replays side by side (``triage --jobs``) add and remove theirs one at a time.
+#: How long a ``git worktree add``, ``remove`` or ``prune`` waits for the repository's
+#: worktree lock (:func:`_worktrees_locked`) before it gives up with
+#: :class:`WorktreeLockTimeout`, a refusal and never a hang.  An add holds the lock while git
+#: checks the whole base out, so this allows for several replays' checkouts of a large one.
+WORKTREE_LOCK_TIMEOUT_S = 300.0
+#: The longest sleep between two tries of the lock (the first ones are shorter).
+_LOCK_POLL_S = 0.05
+#: The threads' half of the worktree lock, the ``flock`` being the processes' half.
 _WORKTREES = threading.Lock()
 
 
@@ -395,6 +402,90 @@ def read_objects(repo: Path, oids: Sequence[str]) -> dict[str, bytes]:
     return blobs
 
 
+def _git_common_dir(top: Path) -> Path:
+    """The git common directory of the checkout at ``top``: where ``worktrees/`` lives.
+
+    Read as git's own set-up reads it, so the replay starts no git process for
+    it: ``.git`` is the git directory, or a file ``gitdir: PATH`` naming it (a
+    linked worktree, a submodule, ``--separate-git-dir``; relative to ``top``),
+    and a ``commondir`` file there names the common directory (relative to the
+    git directory).  Any other layout is asked of ``git rev-parse``.
+    """
+    dot_git = top / ".git"
+    try:
+        if dot_git.is_dir():
+            git_dir = dot_git
+        else:
+            link = dot_git.read_text("utf-8").rstrip("\r\n")
+            if not link.startswith("gitdir: "):
+                raise ValueError(link)
+            git_dir = top / link.removeprefix("gitdir: ")
+        try:
+            common = git_dir / (git_dir / "commondir").read_text("utf-8").rstrip("\r\n")
+        except FileNotFoundError:
+            common = git_dir
+        if common.is_dir():
+            return Path(os.path.realpath(common))
+    except (OSError, ValueError):  # (UnicodeDecodeError is a ValueError)
+        pass
+    return Path(os.path.realpath(top / git("rev-parse", "--git-common-dir", cwd=top).strip()))
+
+
+@contextlib.contextmanager
+def _worktrees_locked(repo: Path, common: Path, *, adding: bool = False) -> Iterator[None]:
+    """Hold the repository's worktree lock: :data:`_WORKTREES`, then ``flock`` on ``common``.
+
+    git keeps no lock over the worktrees' bookkeeping (``worktrees/`` in the
+    common directory): an add that lists the others while another add is
+    writing its own entry fails ("failed to read .git/worktrees/tree1/commondir"),
+    and a prune may delete the entry of an add half done.  So every add,
+    remove and prune of a replay holds this, and replays in one repository,
+    threads of one process or processes side by side, take turns.  The flock
+    is on a descriptor of the directory itself, opened read-only: nothing is
+    written into the repository, and the kernel drops it with the process.
+    Both waits end at :data:`WORKTREE_LOCK_TIMEOUT_S` (:class:`WorktreeLockTimeout`)
+    and a signal ends them with nothing done; an add (``adding``) of a process
+    asked to stop (:func:`~flakecore.gate.runtime.stop_all`) stops waiting at
+    once, while a removal, the cleanup, waits on.
+    """
+    from flakecore.gate.runtime import stopping  # noqa: PLC0415 - see remove()
+
+    deadline = time.monotonic() + WORKTREE_LOCK_TIMEOUT_S
+    if not _WORKTREES.acquire(timeout=WORKTREE_LOCK_TIMEOUT_S):
+        raise _lock_timeout(repo)
+    try:
+        try:
+            fd = os.open(common, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise GitError(f"{repo}: cannot open its git directory: {exc.strerror}") from None
+        try:
+            pause = 0.001
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    pass
+                if adding and stopping():
+                    raise GitError(f"{repo}: stopped while waiting for its worktree lock")
+                if time.monotonic() >= deadline:
+                    raise _lock_timeout(repo)
+                time.sleep(pause)
+                pause = min(2 * pause, _LOCK_POLL_S)
+            yield
+        finally:
+            os.close(fd)  # (which drops the flock)
+    finally:
+        _WORKTREES.release()
+
+
+def _lock_timeout(repo: Path) -> WorktreeLockTimeout:
+    return WorktreeLockTimeout(
+        f"{repo}: another process (or replay) has held its worktree lock for more than "
+        f"{WORKTREE_LOCK_TIMEOUT_S:g} s; try again once its git worktree add or remove is done"
+    )
+
+
 class DetachedWorktree:
     """A detached ``git worktree`` at one commit, in a new temporary directory.
 
@@ -413,6 +504,9 @@ class DetachedWorktree:
         self.path: Path | None = None
         self._removal: contextlib.ExitStack | None = None
         self._removing: subprocess.Popen[bytes] | None = None
+        self._common: Path | None = None
+        #: git's add was started, and its entry not yet removed or given up on: remove()'s work.
+        self._registered = False
 
     def create(self, *, meanwhile: Callable[[Path], None] | None = None) -> Path:
         """Add the worktree; returns its path.  It must lie outside the checkout.
@@ -431,12 +525,15 @@ class DetachedWorktree:
             raise GitError(
                 f"temporary directory {scratch} is inside the checkout; point TMPDIR elsewhere"
             )
-        # Set first: a signal that stops git halfway leaves it registered (and locked), and
-        # remove() then removes it by its path.
         self.path = scratch / "tree"
+        self._common = _git_common_dir(top)
         if meanwhile is not None:
             meanwhile(scratch)
-        with _WORKTREES:
+        with _worktrees_locked(self.repo, self._common, adding=True):
+            # Set first: a signal that stops git halfway leaves it registered (and locked),
+            # and remove() then removes it by its path.  A signal before (in the lock's wait)
+            # leaves nothing registered, and nothing for git to do.
+            self._registered = True
             git(
                 "worktree", "add", "--detach", "--quiet", str(self.path), self.commit, cwd=self.repo
             )
@@ -474,14 +571,19 @@ class DetachedWorktree:
         For a caller done with the worktree itself (not with ``scratch``):
         :meth:`remove` waits for git and finishes the removal.
         """
-        if self.path is None or self._removal is not None:
+        if not self._registered or self._removal is not None:
             return
+        assert self._common is not None and self.path is not None
         from flakecore.gate.runtime import signals_deferred  # noqa: PLC0415 - see remove()
 
         with signals_deferred():
             self._removal = contextlib.ExitStack()
-            # Held until remove() has git's answer: no other add or prune meanwhile.
-            self._removal.enter_context(_WORKTREES)
+            try:
+                # Held until remove() has git's answer: no other add or prune meanwhile.
+                self._removal.enter_context(_worktrees_locked(self.repo, self._common))
+            except GitError:  # no lock in time: the entry is left for a later prune
+                self._registered = False
+                return
             args = ("worktree", "remove", "--force", "--force", str(self.path))
             with contextlib.suppress(GitError):  # git's own failure, as a failed removal
                 self._removing = self._removal.enter_context(_started(args, cwd=self.repo))
@@ -511,9 +613,11 @@ class DetachedWorktree:
                 shutil.rmtree(self.scratch, ignore_errors=True)
             # What git's remove did not unregister (a repository that is itself gone has
             # nothing left registered in it).
-            if not removed:
-                with contextlib.suppress(GitError), _WORKTREES:
+            if self._registered and not removed:
+                assert self._common is not None
+                with contextlib.suppress(GitError), _worktrees_locked(self.repo, self._common):
                     git("worktree", "prune", cwd=self.repo)
+            self._registered = False
             self.path = None
             self.scratch = None
 

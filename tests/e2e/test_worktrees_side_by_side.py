@@ -16,6 +16,10 @@ run, or, when flakecore holds the other back, 2 s after both isolation
 probes have answered (each starts just before its replay's add, so the
 other replay is then waiting for the first add): a wait only the fixed code
 pays, never a deadline the check depends on.
+
+The same holds for two flakecore processes in one repository (two CI steps,
+a ``triage`` beside a ``replay``): their adds and removals are serialised by
+a lock on the repository's git directory, not only by one process's own.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -74,6 +79,11 @@ TESTS = ("tests/test_a.py::test", "tests/test_b.py::test")
 
 def _red_run(root: Path) -> tuple[Path, Path]:
     """A repository whose two tests miss on base, and the plugin-format logs of a red run."""
+    return _red_repo(root), _red_logs(root / "logs", TESTS)
+
+
+def _red_repo(root: Path) -> Path:
+    """A repository whose two tests miss on base."""
     command = [sys.executable, "-c", _MISS, "{test_id}", "{seed}"]
     table = (
         "[tool.flakecore]\nattempt_cap = 2\n\n[tool.flakecore.triage]\n"
@@ -83,17 +93,21 @@ def _red_run(root: Path) -> tuple[Path, Path]:
     files |= {t.partition("::")[0]: "def test():\n    assert False\n" for t in TESTS}
     repo = root / "repo"
     init_repo(repo, files, "base")
-    logs = root / "logs"
+    return repo
+
+
+def _red_logs(logs: Path, tests: Sequence[str]) -> Path:
+    """The plugin-format logs of a red run in which ``tests`` failed."""
     logs.mkdir()
     writer = LogDirectory(logs, "main", 1)
-    for test_id in TESTS:
+    for test_id in tests:
         writer.append(test_id, AttemptResult.MISS)
     writer.close()
-    return repo, logs
+    return logs
 
 
-def test_two_replays_adding_their_worktrees_at_once_are_both_decided(tmp_path: Path) -> None:
-    repo, logs = _red_run(tmp_path)
+def _shim_env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a flakecore whose ``git`` is :data:`_GIT`, with its own ``TMPDIR``."""
     real_git = shutil.which("git")
     assert real_git is not None
     shim = tmp_path / "bin"
@@ -103,24 +117,62 @@ def test_two_replays_adding_their_worktrees_at_once_are_both_decided(tmp_path: P
     state, scratch = tmp_path / "state", tmp_path / "tmp"
     state.mkdir()
     scratch.mkdir()
-    env = {
+    return {
         **os.environ,
         "PATH": f"{shim}{os.pathsep}{os.environ.get('PATH', '')}",
         "REAL_GIT": real_git,
         "GIT_SHIM_STATE": str(state),
         "TMPDIR": str(scratch),
     }
-    run = subprocess.run(
-        [sys.executable, "-m", "flakecore", "triage", "--base", "main", "--log-dir", str(logs),
-         "--out-dir", str(tmp_path / "out"), "--jobs", "2", "--json"],
-        cwd=repo, env=env, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert (state / "first").is_dir()  # the first add was held with its entry half written
-    assert (state / "second-done").is_dir()  # and the other add ran
-    results = [json.loads(line) for line in run.stdout.splitlines()]
-    verdicts = [(r["test_id"], r["verdict"]) for r in results]
-    assert verdicts == [(t, "ACCEPT_PREEXISTING") for t in TESTS], [r["reasons"] for r in results]
-    assert run.returncode == 0, run.stderr
+
+
+def _triage(logs: Path, out: Path, *jobs: str) -> list[str]:
+    return [sys.executable, "-m", "flakecore", "triage", "--base", "main", "--log-dir", str(logs),
+            "--out-dir", str(out), *jobs, "--json"]  # fmt: skip
+
+
+def _verdicts(stdout: str) -> tuple[list[tuple[str, str]], list[object]]:
+    """Each result's (test id, verdict), and the reasons to show when they are not the ones."""
+    results = [json.loads(line) for line in stdout.splitlines()]
+    return [(r["test_id"], r["verdict"]) for r in results], [r["reasons"] for r in results]
+
+
+def _assert_held_and_gone(repo: Path, state: Path, scratch: Path) -> None:
+    """The first add was held with its entry half written, the other ran; nothing is left."""
+    assert (state / "first").is_dir()
+    assert (state / "second-done").is_dir()
     assert git(repo, "worktree", "list").count("\n") == 1
     assert not any((repo / ".git" / "worktrees").glob("*"))
     assert list(scratch.iterdir()) == []
+
+
+def test_two_replays_adding_their_worktrees_at_once_are_both_decided(tmp_path: Path) -> None:
+    repo, logs = _red_run(tmp_path)
+    env = _shim_env(tmp_path)
+    run = subprocess.run(
+        _triage(logs, tmp_path / "out", "--jobs", "2"),
+        cwd=repo, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    verdicts, reasons = _verdicts(run.stdout)
+    assert verdicts == [(t, "ACCEPT_PREEXISTING") for t in TESTS], reasons
+    assert run.returncode == 0, run.stderr
+    _assert_held_and_gone(repo, tmp_path / "state", tmp_path / "tmp")
+
+
+def test_two_processes_adding_their_worktrees_at_once_are_both_decided(tmp_path: Path) -> None:
+    """Two ``triage`` processes in one repository, one red test each: both accepted."""
+    repo = _red_repo(tmp_path)
+    env = _shim_env(tmp_path)
+    runs = []
+    for i, test in enumerate(TESTS):
+        argv = _triage(_red_logs(tmp_path / f"logs{i}", [test]), tmp_path / f"out{i}")
+        pipes = subprocess.PIPE
+        runs.append(
+            subprocess.Popen(argv, cwd=repo, env=env, stdout=pipes, stderr=pipes, text=True)
+        )
+    answers = [run.communicate(timeout=300) for run in runs]
+    for test, run, (stdout, stderr) in zip(TESTS, runs, answers, strict=True):
+        verdicts, reasons = _verdicts(stdout)
+        assert verdicts == [(test, "ACCEPT_PREEXISTING")], reasons
+        assert run.returncode == 0, stderr
+    _assert_held_and_gone(repo, tmp_path / "state", tmp_path / "tmp")
