@@ -87,10 +87,6 @@ def _hashes_sound(packet: Mapping[str, object]) -> bool:
     return is_digest(parent) and is_digest(head) and is_commit_id(opened)
 
 
-def _malformed(packet: Mapping[str, object]) -> list[str]:
-    return [] if _sound(packet) else _reasons(packet)
-
-
 def _reasons(packet: Mapping[str, object]) -> list[str]:
     reasons = envelope_problems(packet, "budget-packet", _KNOWN)
     if not is_nonblank(packet.get("test_id", MISSING)):
@@ -188,33 +184,84 @@ def budget(
     ``INSUFFICIENT_BUDGET`` is a process error, not a product code: the
     ledger stays unchanged and the merge stays closed.
     """
-    code, reasons = _judged(wire_form(packet, "BudgetPacket"), policy)
-    return budget_verdict(code, *reasons, policy=policy)
+    (code, exit_code), reasons = _judged(wire_form(packet, "BudgetPacket"), policy)
+    return trusted_decision(  # budget_verdict's decision, its exit read once (as admit's)
+        _BUDGET,
+        code,
+        exit_code,
+        code is _FLAKE_CANDIDATE,
+        reasons,
+        policy.values("min_seed_budget", "max_lease_days"),
+    )
 
 
-def _judged(data: Mapping[str, object], policy: Policy) -> tuple[BudgetCode, Sequence[str]]:
-    """:func:`budget`'s code and reasons: one verdict call for them, no closure per packet."""
+def _as(code: BudgetCode) -> tuple[BudgetCode, int]:
+    return code, BUDGET_EXIT[code]
+
+
+#: Each code with its exit, read once: on this interpreter an enum's class attribute
+#: and its hash run Python code (a packet each time, as in admit, decide and classify).
+_AS_INSUFFICIENT = _as(BudgetCode.INSUFFICIENT_BUDGET)
+_AS_FIXTURE_DRIFT = _as(BudgetCode.FIXTURE_DRIFT)
+_AS_PROPERTY_MISS = _as(BudgetCode.PROPERTY_MISS)
+_AS_STABLE_FAIL = _as(BudgetCode.STABLE_FAIL)
+_AS_STABLE_PASS = _as(BudgetCode.STABLE_PASS)
+_AS_FLAKE_CANDIDATE = _as(_FLAKE_CANDIDATE)
+
+Judged = tuple[tuple[BudgetCode, int], tuple[str, ...]]
+
+
+def _judged(data: Mapping[str, object], policy: Policy) -> Judged:
+    """:func:`budget`'s code with its exit, and the reasons: one decision built, no closure.
+
+    Past the property, the verdict is a function of the passes, the budget,
+    the seed count, whether the seeds are distinct and the policy's minimum:
+    for plain integers it is kept by those (:func:`_tally` words it once).
+    """
     if type(data) is not dict and not isinstance(data, Mapping):
-        return BudgetCode.INSUFFICIENT_BUDGET, ("packet is not a JSON object",)
-    if reasons := _malformed(data):
-        return BudgetCode.INSUFFICIENT_BUDGET, reasons
+        return _AS_INSUFFICIENT, ("packet is not a JSON object",)
+    if not _sound(data) and (reasons := _reasons(data)):
+        return _AS_INSUFFICIENT, tuple(reasons)
     if data["parent_digest"] != data["head_digest"]:
-        return BudgetCode.FIXTURE_DRIFT, ("head fixture differs from the parent fixture",)
+        return _AS_FIXTURE_DRIFT, ("head fixture differs from the parent fixture",)
     holds = data["property_holds"]
     if holds is None:
-        return BudgetCode.INSUFFICIENT_BUDGET, ("the property was not scored",)
+        return _AS_INSUFFICIENT, ("the property was not scored",)
     if holds is False:
-        return BudgetCode.PROPERTY_MISS, ("the property fails on the parent fixture",)
+        return _AS_PROPERTY_MISS, ("the property fails on the parent fixture",)
     seeds, passes, n = data["seeds"], data["passes"], data["budget"]
     assert isinstance(seeds, list) and isinstance(n, int)
-    if problems := _budget_problems(seeds, passes, n, policy.min_seed_budget):
-        return BudgetCode.INSUFFICIENT_BUDGET, problems
+    minimum = policy.min_seed_budget
+    if (
+        type(n) is not int
+        or type(minimum) is not int
+        or (passes is not None and type(passes) is not int)
+    ):  # ``True`` and ``1`` are equal keys, but words apart
+        return _tally(seeds, passes, n, minimum)
+    key = (passes, n, len(seeds), _distinct(seeds), minimum)
+    kept = _TALLIES.get(key)
+    if kept is None:
+        kept = _tally(seeds, passes, n, minimum)
+        if len(_TALLIES) < 1024:
+            _TALLIES[key] = kept
+    return kept
+
+
+#: :func:`_tally`'s answers for plain integers, by passes, budget, seed count,
+#: distinct seeds and minimum (all :func:`_budget_problems` reads).
+_TALLIES: dict[tuple[int | None, int, int, bool, int], Judged] = {}
+
+
+def _tally(seeds: Sequence[object], passes: object, n: int, minimum: int) -> Judged:
+    """The verdict once the property holds: the budget's problems, else the passes' count."""
+    if problems := _budget_problems(seeds, passes, n, minimum):
+        return _AS_INSUFFICIENT, tuple(problems)
     assert isinstance(passes, int)
     if passes == 0:
-        return BudgetCode.STABLE_FAIL, (f"0 of {plural(n, 'seed')} passed: the miss is stable",)
+        return _AS_STABLE_FAIL, (f"0 of {plural(n, 'seed')} passed: the miss is stable",)
     if passes == n:
-        return BudgetCode.STABLE_PASS, (f"{n} of {plural(n, 'seed')} passed: no freeze row",)
-    return BudgetCode.FLAKE_CANDIDATE, (f"{passes} of {plural(n, 'seed')} passed",)
+        return _AS_STABLE_PASS, (f"{n} of {plural(n, 'seed')} passed: no freeze row",)
+    return _AS_FLAKE_CANDIDATE, (f"{passes} of {plural(n, 'seed')} passed",)
 
 
 def ledger_row(

@@ -126,13 +126,8 @@ def _hashes_sound_by_field(packet: Mapping[str, object]) -> bool:
     return True
 
 
-def _malformed(packet: Mapping[str, object]) -> list[str]:
-    """Present-but-wrong fields: incomplete evidence, refused like a missing field."""
-    return [] if _sound(packet) else _reasons(packet)
-
-
 def _reasons(packet: Mapping[str, object]) -> list[str]:
-    """Each present-but-wrong field, worded."""
+    """Each present-but-wrong field, worded: incomplete evidence, refused like a missing one."""
     reasons = envelope_problems(packet, "decide-packet", _KNOWN)
     for name in DECIDE_IDENTITY_FIELDS:
         value = packet.get(name, MISSING)
@@ -169,31 +164,46 @@ def decide(
     A packet expires with its ``patch_hash`` and ``oracle_version``: callers
     match those against the current patch before trusting an old decision.
     """
-    code, reasons = _judged(wire_form(packet, "DecidePacket"))
-    return trusted_decision(
-        _DECIDE, code, DECIDE_EXIT[code], code is _ELIGIBLE, reasons, policy.values()
-    )
+    (code, exit_code), reasons = _judged(wire_form(packet, "DecidePacket"))
+    return trusted_decision(_DECIDE, code, exit_code, code is _ELIGIBLE, reasons, policy.values())
 
 
-def _judged(data: Mapping[str, object]) -> tuple[DecideCode, tuple[str, ...]]:
-    """:func:`decide`'s code and reasons: one decision built for them, no closure per packet."""
+def _as(code: DecideCode) -> tuple[DecideCode, int]:
+    return code, DECIDE_EXIT[code]
+
+
+#: Each code with its exit, read once: on this interpreter an enum's class attribute
+#: and its hash run Python code (a packet each time, as in admit and classify).
+_AS_ELIGIBLE = _as(_ELIGIBLE)
+_AS_MISSING_FIELD = _as(DecideCode.MISSING_FIELD)
+_AS_UNAVAILABLE = _as(DecideCode.CLEAN_RUN_UNAVAILABLE)
+_AS_NOT_DISTINCT = _as(DecideCode.NOT_DISTINCT_RUNNER)
+_AS_NOT_FLAKE_SHAPED = _as(DecideCode.NOT_FLAKE_SHAPED)
+_AS_CLASS_MISMATCH = _as(DecideCode.CLASS_MISMATCH)
+_AS_FIXTURE_DRIFT = _as(DecideCode.FIXTURE_DRIFT)
+_AS_INPUT_DRIFT = _as(DecideCode.INPUT_DRIFT)
+_AS_PROPERTY_OWNS_BUG = _as(DecideCode.PROPERTY_OWNS_BUG)
+
+
+def _judged(data: Mapping[str, object]) -> tuple[tuple[DecideCode, int], tuple[str, ...]]:
+    """:func:`decide`'s code with its exit, and the reasons: one decision built, no closure."""
     if type(data) is not dict and not isinstance(data, Mapping):
-        return DecideCode.MISSING_FIELD, ("packet is not a JSON object",)
-    if reasons := _malformed(data):
-        return DecideCode.MISSING_FIELD, tuple(reasons)
+        return _AS_MISSING_FIELD, ("packet is not a JSON object",)
+    if not _sound(data) and (reasons := _reasons(data)):
+        return _AS_MISSING_FIELD, tuple(reasons)
     if data.get("clean_run_completed", MISSING) is not True:
-        return DecideCode.CLEAN_RUN_UNAVAILABLE, ("the clean run did not complete",)
+        return _AS_UNAVAILABLE, ("the clean run did not complete",)
     for name in _ECHOES:
         if not is_nonblank(data.get(name, MISSING)):
-            return DecideCode.CLEAN_RUN_UNAVAILABLE, (f"the clean run did not echo {name}",)
+            return _AS_UNAVAILABLE, (f"the clean run did not echo {name}",)
     local_runner, clean_runner = data["local_runner_id"], data["clean_runner_id"]
     # Both follow the runner id grammar (checked above): lowercase, no space, ASCII,
     # so each is its own identity key and ``same_runner`` is ``==`` (tested).
     if local_runner == clean_runner:
-        return DecideCode.NOT_DISTINCT_RUNNER, ("local and clean runner are the same",)
+        return _AS_NOT_DISTINCT, ("local and clean runner are the same",)
     local_class = data.get("local_class", MISSING)
     if local_class != _FLAKE_SHAPED:
-        return DecideCode.NOT_FLAKE_SHAPED, (
+        return _AS_NOT_FLAKE_SHAPED, (
             f"local class is {local_class!r}: fix or revert, do not freeze",
         )
     clean_class = data.get("clean_class", MISSING)
@@ -203,11 +213,11 @@ def _judged(data: Mapping[str, object]) -> tuple[DecideCode, tuple[str, ...]]:
             if clean_class == _PASS
             else f"clean class {clean_class!r}: unstable signature"
         )
-        return DecideCode.CLASS_MISMATCH, (why,)
+        return _AS_CLASS_MISMATCH, (why,)
     if data["clean_fixture_hash"] != data["fixture_hash"]:
-        return DecideCode.FIXTURE_DRIFT, ("clean run loaded another fixture",)
+        return _AS_FIXTURE_DRIFT, ("clean run loaded another fixture",)
     if data["clean_input_hash"] != data["minimized_input_hash"]:
-        return DecideCode.INPUT_DRIFT, ("clean run replayed another input",)
+        return _AS_INPUT_DRIFT, ("clean run replayed another input",)
     if data.get("property_cohort_passed", MISSING) is not True:
-        return DecideCode.PROPERTY_OWNS_BUG, ("property cohort did not pass",)
-    return DecideCode.ELIGIBLE, ("a distinct clean runner reproduced the flake",)
+        return _AS_PROPERTY_OWNS_BUG, ("property cohort did not pass",)
+    return _AS_ELIGIBLE, ("a distinct clean runner reproduced the flake",)

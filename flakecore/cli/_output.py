@@ -107,13 +107,18 @@ def output_format(args: argparse.Namespace) -> str:
     return str(chosen or "text")
 
 
+#: Read once: an enum's class attribute runs its metaclass's ``__getattr__`` on this
+#: interpreter, and the text form asks twice a packet.
+_CLASSIFY = PolicyName.CLASSIFY
+
+
 def as_classify(decision: Decision[Any]) -> ClassifyDecision | None:
     """``decision`` when it is a classify verdict, else None.
 
     The classify module is imported only for a classify verdict (every one
     records that policy), so the other verbs do not load it.
     """
-    if decision.policy is not PolicyName.CLASSIFY:
+    if decision.policy is not _CLASSIFY:
         return None
     return decision if isinstance(decision, _classify_decision()) else None
 

@@ -26,7 +26,7 @@ from gate.support import PATCH, lease_record
 from hypothesis import example as case
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from packets import NOW, REPO, replays
+from packets import NOW, REPO, budget_packet, replays
 
 from flakecore import (
     _fields,
@@ -39,6 +39,7 @@ from flakecore import (
     jsonio,
     timeutil,
 )
+from flakecore._wording import plural
 from flakecore.codes import (
     AdmitCode,
     BudgetCode,
@@ -50,6 +51,7 @@ from flakecore.codes import (
 from flakecore.decision import Decision, trusted_decision
 from flakecore.digest import is_commit_id, is_digest, is_lower_hex
 from flakecore.errors import InputError
+from flakecore.exits import BUDGET_EXIT
 from flakecore.gate import _reaper, basetrust, guard, ledger
 from flakecore.gate.config import DEFAULT_FIXTURE_GLOBS
 from flakecore.gate.guard import POLICY_TABLE
@@ -1017,6 +1019,50 @@ def test_the_seed_list_checks_in_c_loops_are_the_per_seed_ones(seeds: list[objec
     assert budget_module._seeds_ok(seeds) is all(map(_fields.is_seed, seeds))
     by_value_and_type = {(type(s).__name__, s) for s in seeds}
     assert budget_module._distinct(seeds) is (len(by_value_and_type) == len(seeds))
+
+
+class _Int(int):
+    """A subclass of ``int``: budget's tally takes the problem list's path for it."""
+
+
+COUNTS = st.one_of(st.integers(0, 12), st.builds(_Int, st.integers(0, 12)))
+
+
+def _tallied(seeds: list[object], passes: object, n: int, minimum: int) -> tuple[Any, ...]:
+    """A budget packet's code, exit and reasons past its property, as the problem list gave."""
+    if problems := budget_module._budget_problems(seeds, passes, n, minimum):
+        code, reasons = BudgetCode.INSUFFICIENT_BUDGET, tuple(problems)
+    elif passes == 0:
+        code = BudgetCode.STABLE_FAIL
+        reasons = (f"0 of {plural(n, 'seed')} passed: the miss is stable",)
+    elif passes == n:
+        code, reasons = (
+            BudgetCode.STABLE_PASS,
+            (f"{n} of {plural(n, 'seed')} passed: no freeze row",),
+        )
+    else:
+        code, reasons = BudgetCode.FLAKE_CANDIDATE, (f"{passes} of {plural(n, 'seed')} passed",)
+    return code, BUDGET_EXIT[code], reasons
+
+
+@settings(max_examples=2000)
+@given(
+    st.lists(st.one_of(COUNTS, st.sampled_from(["1", "11", "a"])), max_size=10),
+    st.one_of(COUNTS, st.none()),
+    st.one_of(st.none(), COUNTS),
+    st.integers(1, 10),
+)
+def test_a_budgets_kept_tally_is_its_problem_list_and_count(
+    seeds: list[object], passes: object, budget_n: int | None, minimum: int
+) -> None:
+    n = len(seeds) if budget_n is None else budget_n  # None: a budget of the seeds' count
+    packet = budget_packet(seeds=seeds, passes=passes, budget=n)
+    policy = Policy(min_seed_budget=minimum)
+    expected = _tallied(seeds, passes, n, minimum)
+    for _ in range(2):  # afresh, then the kept tally
+        decision = budget(packet, policy=policy)
+        assert (decision.code, decision.exit_code, decision.reasons) == expected
+        assert [type(r) for r in decision.reasons] == [str] * len(expected[2])
 
 
 class _Str(str):
