@@ -20,7 +20,7 @@ from flakecore.codes import DecideCode, FailureClass, PolicyName
 from flakecore.decision import Decision, trusted_decision
 from flakecore.digest import commit_id_problem, is_commit_id, is_digest, is_lower_hex
 from flakecore.exits import DECIDE_EXIT
-from flakecore.identity import is_runner_id, runner_id_problem
+from flakecore.identity import are_runner_ids, runner_id_problem
 from flakecore.policy import DEFAULT_POLICY, Policy
 
 if TYPE_CHECKING:
@@ -64,8 +64,7 @@ def _sound(packet: Mapping[str, object]) -> bool:
         if not isinstance(value, str) or not value.strip():
             return False
     if not (
-        is_runner_id(packet.get("local_runner_id"))
-        and is_runner_id(packet.get("clean_runner_id"))
+        are_runner_ids(packet.get("local_runner_id"), packet.get("clean_runner_id"))
         and _hashes_sound(packet)
     ):
         return False

@@ -295,6 +295,26 @@ _RUNNER_ID = st.builds(
 )
 
 
+_A_RUNNER = "img:local-uncontainerized+nonce:0123456789abcdef"
+
+
+@settings(max_examples=1000)
+@given(
+    st.one_of(_RUNNER_ID, RUNNER_TEXT, st.none()).flatmap(
+        lambda t: st.sampled_from([t, _Str(t)]) if isinstance(t, str) else st.just(t)
+    ),
+    st.one_of(_RUNNER_ID, RUNNER_TEXT, st.none()),
+)
+@case(f"{_A_RUNNER} {_A_RUNNER}", _A_RUNNER)  # a space inside either is no split
+@case(f"{_A_RUNNER} ", _A_RUNNER)
+@case(_A_RUNNER, f" {_A_RUNNER}")
+@case(_A_RUNNER, f"{_A_RUNNER}\n")
+def test_two_runner_ids_in_one_match_are_each_ones(a: object, b: object) -> None:
+    each = identity.is_runner_id(a) and identity.is_runner_id(b)
+    assert identity.are_runner_ids(a, b) is each
+    assert identity.are_runner_ids(b, a) is each
+
+
 @given(_RUNNER_ID, st.one_of(_RUNNER_ID, RUNNER_TEXT))
 def test_runner_ids_are_their_own_identity_key(a: str, b: str) -> None:
     """decide compares two valid runner ids with ``==``: ``same_runner``'s answer."""
