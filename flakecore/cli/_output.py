@@ -107,13 +107,17 @@ def output_format(args: argparse.Namespace) -> str:
     return str(chosen or "text")
 
 
+#: Read once: on this interpreter an enum's class attribute runs Python code (twice a text line).
+_CLASSIFY = PolicyName.CLASSIFY
+
+
 def as_classify(decision: Decision[Any]) -> ClassifyDecision | None:
     """``decision`` when it is a classify verdict, else None.
 
     The classify module is imported only for a classify verdict (every one
     records that policy), so the other verbs do not load it.
     """
-    if decision.policy is not PolicyName.CLASSIFY:
+    if decision.policy is not _CLASSIFY:
         return None
     return decision if isinstance(decision, _classify_decision()) else None
 
