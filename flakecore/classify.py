@@ -6,7 +6,6 @@ The table, in order, is in docs/policies.md.
 from __future__ import annotations
 
 import datetime as dt
-import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -17,6 +16,7 @@ from flakecore._fields import (
     MAX_SAFE_INTEGER,
     MISSING,
     envelope_problems,
+    envelope_sound,
     is_bool,
     is_count,
     is_int,
@@ -79,8 +79,22 @@ class ClassifyDecision(Decision[ClassifyClass]):
         return "eligible" if self.freeze_allowed else "refused"
 
     def summary_line(self) -> str:
-        """The one-line form CI logs show: ``exit=4 class=flake freeze=eligible``."""
-        return f"exit={self.exit_code} class={self.code.value.lower()} freeze={self.freeze}"
+        """The one-line form CI logs show: ``exit=4 class=flake freeze=eligible``.
+
+        Kept by the member's identity, the exit and the permission (an
+        enum's ``value`` runs Python code); the member is kept with its line,
+        so its id stays its own.
+        """
+        code, exit_code, allowed = self.code, self.exit_code, self.freeze_allowed
+        if type(exit_code) is not int or type(allowed) is not bool:
+            return f"exit={exit_code} class={code.value.lower()} freeze={self.freeze}"
+        key = (id(code), exit_code, allowed)
+        kept = _SUMMARIES.get(key)
+        if kept is None:
+            kept = (code, f"exit={exit_code} class={code.value.lower()} freeze={self.freeze}")
+            if len(_SUMMARIES) < 256:
+                _SUMMARIES[key] = kept
+        return kept[1]
 
     def record_extras(self) -> dict[str, object]:
         """The lease permission beside the class, in the decision record."""
@@ -93,7 +107,12 @@ class ClassifyDecision(Decision[ClassifyClass]):
         }
 
     def extras_text(self) -> str:
-        """:meth:`record_extras` as text, encoded once for each distinct set of them."""
+        """:meth:`record_extras` as text, encoded once for each distinct set of them.
+
+        Kept in a plain dict by the values with their types (``1`` and
+        ``True`` are equal keys of two texts): a key of no lease reason needs
+        no generator over them, and a dict lookup no ``lru_cache`` call.
+        """
         lease, allowed, replays, greens = (
             self.lease_reasons,
             self.freeze_allowed,
@@ -105,26 +124,36 @@ class ClassifyDecision(Decision[ClassifyClass]):
             and type(allowed) is bool
             and type(replays) is int
             and type(greens) is int
-            and all(type(reason) is str for reason in lease)
+            and (not lease or all(type(reason) is str for reason in lease))
         ):
-            return _extras_text(self.code is _FLAKE, allowed, lease, replays, greens)
+            key = (self.code is _FLAKE, allowed, lease, replays, greens)
+            text = _EXTRAS.get(key)
+            if text is None:
+                text = Decision.extras_text(
+                    _classified(
+                        _FLAKE if key[0] else ClassifyClass.INCOMPLETE,
+                        0,
+                        allowed,
+                        (),
+                        {},
+                        allowed,
+                        lease,
+                        replays,
+                        greens,
+                    )
+                )
+                if len(_EXTRAS) < 256:
+                    _EXTRAS[key] = text
+            return text
         return super().extras_text()
 
 
-@functools.lru_cache(maxsize=256)
-def _extras_text(
-    flake: bool,
-    allowed: bool,
-    lease: tuple[str, ...],
-    replays: int,
-    greens: int,
-) -> str:
-    """:meth:`ClassifyDecision.extras_text` of plain values: what the encoder writes for them."""
-    code = ClassifyClass.FLAKE if flake else ClassifyClass.INCOMPLETE
-    return Decision.extras_text(
-        _classified(code, 0, allowed, (), {}, allowed, lease, replays, greens)
-    )
+#: :meth:`ClassifyDecision.summary_line`'s answers, by the member's id, the exit and the permission.
+_SUMMARIES: dict[tuple[int, int, bool], tuple[ClassifyClass, str]] = {}
 
+#: :meth:`ClassifyDecision.extras_text` of plain values: whether the code is ``FLAKE``,
+#: the permission, the lease reasons, the replays and greens.
+_EXTRAS: dict[tuple[bool, bool, tuple[str, ...], int, int], str] = {}
 
 _SETTERS = slot_setters(ClassifyDecision)
 _new = object.__new__
@@ -333,11 +362,30 @@ def _lease_limit(now: dt.datetime, days: int) -> dt.datetime | None:
     return limit
 
 
+_FORMAT = "flakecore.classify-report"
+_VERDICTS = ("pass", "fail")
+_PINS = ("match", "mismatch")
+
+
+def _sound(packet: Mapping[str, object]) -> bool:
+    """Whether :func:`_incomplete` finds nothing: the same tests, without the wording."""
+    get = packet.get
+    owner, canary, pinned = get("owner"), get("canary"), get("pinned_sha256", MISSING)
+    return (
+        envelope_sound(packet, _KNOWN, _FORMAT)
+        and get("property_verdict", MISSING) in _VERDICTS
+        and get("pin_status", MISSING) in _PINS
+        and (owner is None or isinstance(owner, str))
+        and (canary is None or isinstance(canary, str))
+        and (pinned is MISSING or is_digest(pinned))
+    )
+
+
 def _incomplete(packet: Mapping[str, object]) -> list[str]:
     reasons = envelope_problems(packet, "classify-report", _KNOWN)
-    if packet.get("property_verdict", MISSING) not in ("pass", "fail"):
+    if packet.get("property_verdict", MISSING) not in _VERDICTS:
         reasons.append("property_verdict is missing or not 'pass'/'fail'")
-    if packet.get("pin_status", MISSING) not in ("match", "mismatch"):
+    if packet.get("pin_status", MISSING) not in _PINS:
         reasons.append("pin_status is missing or not 'match'/'mismatch'")
     for name in ("owner", "canary"):
         value = packet.get(name, MISSING)
@@ -386,8 +434,8 @@ def _judged(data: Mapping[str, object], policy: Policy) -> _Judged:
     """:func:`classify`'s class and evidence counts: one decision built for them, no closure."""
     if type(data) is not dict and not isinstance(data, Mapping):
         return _AS_INCOMPLETE, ("report is not a JSON object",), 0, 0
-    if reasons := _incomplete(data):
-        return _AS_INCOMPLETE, tuple(reasons), 0, 0
+    if not _sound(data):  # worded only now: a sound report is told without its reasons
+        return _AS_INCOMPLETE, tuple(_incomplete(data)), 0, 0
     if data["pin_status"] == "mismatch":
         return _AS_FIXTURE, ("the fixture pin does not match",), 0, 0
     if data["property_verdict"] == "fail":

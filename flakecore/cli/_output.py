@@ -107,8 +107,7 @@ def output_format(args: argparse.Namespace) -> str:
     return str(chosen or "text")
 
 
-#: Read once: an enum's class attribute runs its metaclass's ``__getattr__`` on this
-#: interpreter, and the text form asks twice a packet.
+#: Read once: on this interpreter an enum's class attribute runs Python code (twice a text line).
 _CLASSIFY = PolicyName.CLASSIFY
 
 

@@ -761,6 +761,14 @@ def test_a_classified_decision_and_its_extras_text_are_the_slow_ones(
             "," + compact_text({key: value})[1:-1]
             for key, value in decision.record_extras().items()
         )
+        freeze = (
+            "no"
+            if code is not ClassifyClass.FLAKE
+            else ("eligible" if decision.freeze_allowed else "refused")
+        )
+        assert decision.summary_line() == (
+            f"exit={decision.exit_code} class={code.value.lower()} freeze={freeze}"
+        )
 
 
 POLICY_NAMES = st.lists(st.sampled_from([f.name for f in attrs.fields(Policy)]), max_size=4)
@@ -948,6 +956,47 @@ def test_the_sound_replays_check_is_the_worded_one(replays: object) -> None:
     assert classify_module._replay_problems(replays) == worded
     greens = sum(1 for r in replays if r["passed"] is True) if worded == [] else -1
     assert classify_module._sound_greens(replays) == greens  # classify's count, in the same pass
+
+
+REPORT_VALUES = REPLAY_VALUES | st.sampled_from(
+    [
+        "pass",
+        "fail",
+        "match",
+        "mismatch",
+        "flakecore.classify-report",
+        "flakecore.lease",
+        "1.0",
+        "1.2",
+        "2.0",
+        "01",
+        "a" * 64,
+        "A" * 64,
+        "ab" * 31,
+    ]
+)
+REPORTS = st.dictionaries(
+    st.sampled_from(
+        [
+            "format",
+            "format_version",
+            "property_verdict",
+            "pin_status",
+            "owner",
+            "canary",
+            "pinned_sha256",
+            "origin_passed",
+            "extra",
+        ]
+    ),
+    REPORT_VALUES,
+)
+
+
+@settings(max_examples=2000)
+@given(REPORTS)
+def test_the_sound_report_check_is_the_worded_one(report: dict[str, object]) -> None:
+    assert classify_module._sound(report) is (classify_module._incomplete(report) == [])
 
 
 @pytest.mark.parametrize("missing", ["attempt_id", "passed"])
