@@ -121,14 +121,7 @@ def _reasons(packet: Mapping[str, object]) -> list[str]:
 
 def admit_verdict(code: AdmitCode, *reasons: str, policy: Policy) -> AdmitDecision:
     """An ``admit`` decision for ``code`` (also used by ``replay`` when it must refuse early)."""
-    return trusted_decision(  # the constructor's decision, slot by slot (as decide's)
-        PolicyName.ADMIT,
-        code,
-        ADMIT_EXIT[code],
-        code is AdmitCode.ACCEPT_PREEXISTING,
-        reasons,
-        policy.values("attempt_cap", "min_base_misses"),
-    )
+    return _decision(_as(code), reasons, policy)
 
 
 def admit(
@@ -139,15 +132,16 @@ def admit(
     ``patch_misses`` explains why a freeze was requested; it never grants
     one.  Misses beyond the attempt cap are still ``REJECT_BUDGET``.
     """
-    (code, exit_code), reasons = _judged(wire_form(evidence, "AdmitEvidence"), policy)
-    return trusted_decision(
-        _ADMIT,
-        code,
-        exit_code,
-        code is _ACCEPT,
-        reasons,
-        policy.values("attempt_cap", "min_base_misses"),
-    )
+    return _decision(*_judged(wire_form(evidence, "AdmitEvidence"), policy), policy)
+
+
+def _decision(
+    code_exit: tuple[AdmitCode, int], reasons: tuple[str, ...], policy: Policy
+) -> AdmitDecision:
+    """The constructor's decision, slot by slot, its exit already looked up (as decide's)."""
+    code, exit_code = code_exit
+    values = policy.values("attempt_cap", "min_base_misses")
+    return trusted_decision(_ADMIT, code, exit_code, code is _ACCEPT, reasons, values)
 
 
 def _as(code: AdmitCode) -> tuple[AdmitCode, int]:

@@ -166,14 +166,7 @@ def _budget_problems(seeds: Sequence[object], passes: object, n: int, minimum: i
 
 def budget_verdict(code: BudgetCode, *reasons: str, policy: Policy) -> BudgetDecision:
     """A ``budget`` decision for ``code`` (also used by ``budget-run`` when it must stop early)."""
-    return trusted_decision(
-        _BUDGET,
-        code,
-        BUDGET_EXIT[code],
-        code is _FLAKE_CANDIDATE,
-        reasons,
-        policy.values("min_seed_budget", "max_lease_days"),
-    )
+    return _decision(_as(code), reasons, policy)
 
 
 def budget(
@@ -184,15 +177,16 @@ def budget(
     ``INSUFFICIENT_BUDGET`` is a process error, not a product code: the
     ledger stays unchanged and the merge stays closed.
     """
-    (code, exit_code), reasons = _judged(wire_form(packet, "BudgetPacket"), policy)
-    return trusted_decision(  # budget_verdict's decision, its exit read once (as admit's)
-        _BUDGET,
-        code,
-        exit_code,
-        code is _FLAKE_CANDIDATE,
-        reasons,
-        policy.values("min_seed_budget", "max_lease_days"),
-    )
+    return _decision(*_judged(wire_form(packet, "BudgetPacket"), policy), policy)
+
+
+def _decision(
+    code_exit: tuple[BudgetCode, int], reasons: tuple[str, ...], policy: Policy
+) -> BudgetDecision:
+    """The constructor's decision, slot by slot, its exit already looked up (as admit's)."""
+    code, exit_code = code_exit
+    values = policy.values("min_seed_budget", "max_lease_days")
+    return trusted_decision(_BUDGET, code, exit_code, code is _FLAKE_CANDIDATE, reasons, values)
 
 
 def _as(code: BudgetCode) -> tuple[BudgetCode, int]:
