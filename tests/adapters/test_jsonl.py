@@ -149,6 +149,10 @@ def _tap(points: list[str], head: str = "TAP version 14\n", tail: str = "") -> b
         "1..5\nok 1 - \u00e9\nok 2 - b\nok 3 - \u00e9\nok 4 - d\nok 5 - e\n",
         "1..4\nok 1 - a\r\nok 2 - b\nok 3 - c\r\nok 4 - d\n",
         '1..4\nok 1 - a"\nok 2 - b\nok 3 - c\\\nok 4 - d\x7f\n',
+        # a "{" alone on the next line makes the run's last point a brace subtest's parent
+        "1..2\nok 1 - a\nok 2 - parent\n{\n    not ok 1 - child\n    1..1\n}\n",
+        "1..2\nok 1 - parent\n{\nok 2 - b\n",
+        "1..1\nok 1 - parent\n{ \r\n    ok 1 - child\n    1..1\n}\n",
     ],
 )
 @pytest.mark.parametrize("window", [None, 1, 2])
@@ -541,7 +545,7 @@ def _tap_hostile(draw: st.DrawFn) -> tuple[bytes, int | None]:
             st.sampled_from(
                 ["ok"] * 8
                 + ["not", "yaml", "yaml", "plan", "comment", "subtest", "brace", "close", "bail"]
-                + ["blank", "junk", "pragma", "version", "open"]
+                + ["blank", "junk", "pragma", "version", "open", "parent"]
             )
         )
         number += 1
@@ -550,6 +554,8 @@ def _tap_hostile(draw: st.DrawFn) -> tuple[bytes, int | None]:
         point = f"{word} {shown} - {draw(_TAP_DESCS)}{draw(_TAP_TAILS)}".replace("  - ", " - ")
         if kind in ("ok", "not"):
             rows.append(indent + point)
+        elif kind == "parent":  # node-tap's brace subtest: the "{" alone after its parent
+            rows += [indent + point, indent + "{"]
         elif kind == "yaml":
             rows.append(indent + point)
             rows.append(indent + "  ---")
