@@ -739,10 +739,11 @@ class _Parser:
                 return None
         parts = _RUN_SPLIT.split("\n" + text[pos : stop - 1])
         # The run's last point is finished (no YAML block can follow) only by a
-        # next line that is not blank, not a comment and not "  ---".
+        # next line that is not blank, not a comment, not "  ---" and not a "{"
+        # (alone on its line, it makes the point a brace subtest's parent).
         after = text[stop : stop + 1]
         size = len(parts) // 2
-        take = size if after and after not in " \t\r\n#" else size - 1
+        take = size if after and after not in " \t\r\n#{" else size - 1
         if take < 1:
             return None
         if take < size:
