@@ -15,6 +15,11 @@ RSS (``ru_maxrss`` of that child) belongs to one job.  For every format:
 * ``floor`` (TAP and JUnit): the bare parse plus rendering and writing a
   record per test with no check at all, for context: what the records
   alone cost, a floor for any implementation in Python;
+* ``floor + far-repeat`` (TAP and JUnit): that floor with every record's
+  test id fed to the adapters' own far-repeat check (``_Seen``), for
+  context: the one check whose cost grows with the report, in the bounded
+  memory docs/adapters.md promises; what is left between this row and the
+  target is all the other checks may cost;
 * ``idle``: the interpreter with the adapters imported, for the RSS base.
 
 Every measurement is repeated (``--repeat``, default 3), interleaved, and
@@ -39,11 +44,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from generate import FORMATS, generate  # noqa: E402
+
+if TYPE_CHECKING:
+    from flakecore_adapters._flags import _Seen
 
 __all__ = ["child", "main"]
 
@@ -110,7 +119,7 @@ def _ingest(fmt: str, path: str, out: str) -> int:
     return sum(v for k, v in counts.items() if k != "flagged")
 
 
-def _floor(fmt: str, path: str, out: str) -> int:
+def _floor(fmt: str, path: str, out: str, *, far: bool = False) -> int:
     """The records' own cost: the bare parse plus rendering and writing a record per test.
 
     No check at all: no escaping, no plan, directives, YAML or result
@@ -125,21 +134,32 @@ def _floor(fmt: str, path: str, out: str) -> int:
     text with f-strings, as the adapter's lane renders, took about 1.5 times
     as long in CPU at 200 000 testcases as this bytes-only one.)
     """
+    from flakecore_adapters._flags import _Seen
     from flakecore_adapters._render import HEAD, file_prefix
 
+    from flakecore.errors import InputError
+
+    def refuse(test_id: str | None, line: int | None) -> InputError:
+        return InputError(f"repeated test id {test_id!r}", source=path, line=line)
+
+    seen = _Seen(refuse) if far else None
     native = "ok" if fmt == "tap" else "passed"
     mid = (
         f',"outcome":"pass","native":"{native}","attempt":1,"duration_s":null,"message":null,'
         f'"flags":[],"source":{file_prefix(path, fmt)},"line":'
     )
     if fmt == "tap":
-        return _tap_floor(path, out, HEAD, mid)
-    if fmt == "junit":
-        return _junit_floor(path, out, HEAD, mid)
-    raise SystemExit(f"no floor for {fmt}")
+        count = _tap_floor(path, out, HEAD, mid, seen)
+    elif fmt == "junit":
+        count = _junit_floor(path, out, HEAD, mid, seen)
+    else:
+        raise SystemExit(f"no floor for {fmt}")
+    if seen is not None:
+        seen.check()
+    return count
 
 
-def _tap_floor(path: str, out: str, head: str, mid: str) -> int:
+def _tap_floor(path: str, out: str, head: str, mid: str, seen: _Seen | None) -> int:
     """Bytes in, bytes out (no decoding, no encoding): the cheapest rendering found."""
     import re
 
@@ -174,10 +194,16 @@ def _tap_floor(path: str, out: str, head: str, mid: str) -> int:
                         count += 1
                         desc = found.group(3)[3:].partition(b" #")[0]
                         rows.append(record % (desc, number, b"%d" % count, desc))
+                        if seen is not None:
+                            seen.add(cast("str", desc), number)
                     pos = nl + 1
                     continue
                 parts = split.split(b"\n" + data[pos : run.end() - 1])
                 descs = parts[2::2]
+                if seen is not None:  # ASCII bytes hash as their text does: no decode
+                    seen.add_all(
+                        cast("list[str]", descs), range(number + 1, number + len(descs) + 1)
+                    )
                 rows += [
                     record % (desc, line, num, desc)
                     for line, num, desc in zip(
@@ -191,10 +217,11 @@ def _tap_floor(path: str, out: str, head: str, mid: str) -> int:
     return count
 
 
-def _junit_floor(path: str, out: str, head: str, mid: str) -> int:
+def _junit_floor(path: str, out: str, head: str, mid: str, seen: _Seen | None) -> int:
     import pyexpat
 
     rows: list[str] = []
+    ids: list[str] = []
     attrs: dict[str, str] = {}
 
     def start(name: str, found: dict[str, str]) -> None:
@@ -206,8 +233,11 @@ def _junit_floor(path: str, out: str, head: str, mid: str) -> int:
         if name == "testcase":
             classname = attrs.get("classname")
             case = attrs.get("name")
+            test_id = f"{classname}::{case}"
+            if seen is not None:
+                ids.append(test_id)
             rows.append(
-                f'{head}"{classname}::{case}"{mid}{parser.CurrentLineNumber},'
+                f'{head}"{test_id}"{mid}{parser.CurrentLineNumber},'
                 f'"classname":"{classname}","name":"{case}"}}}}\n'
             )
 
@@ -222,6 +252,9 @@ def _junit_floor(path: str, out: str, head: str, mid: str) -> int:
             count += len(rows)
             sink.write("".join(rows).encode())
             rows.clear()
+            if seen is not None:
+                seen.add_all(ids, [None] * len(ids))
+                ids.clear()
         parser.Parse(b"", True)
     return count
 
@@ -251,6 +284,8 @@ def child(mode: str, fmt: str, path: str, out: str) -> None:
         count = _objects(fmt, path, out)
     elif mode == "floor":
         count = _floor(fmt, path, out)
+    elif mode == "floor-far":
+        count = _floor(fmt, path, out, far=True)
     else:
         count = 0
     seconds = time.perf_counter() - start
@@ -316,6 +351,7 @@ def main() -> None:
             runs.append(("ingest", fmt))
             if fmt in ("tap", "junit"):
                 runs.append(("floor", fmt))
+                runs.append(("floor-far", fmt))
             if not args.no_objects:
                 runs.append(("objects", fmt))
             # Interleaved: every repeat measures each run once, so a change of
@@ -343,6 +379,7 @@ def main() -> None:
                     "ingest": "ingest (iter_jsonl)",
                     "objects": "objects (iter_attempts)",
                     "floor": "floor (no checks)",
+                    "floor-far": "floor + far-repeat",
                 }[mode]
                 print(
                     f"{fmt:<12} {name:<25} {took:>8.2f} "

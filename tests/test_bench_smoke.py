@@ -33,6 +33,7 @@ def test_bench_prints_every_row_and_verdict(tmp_path: Path) -> None:
         ("junit", "bare junit"),
         ("junit", "ingest (iter_jsonl)"),
         ("junit", "floor (no checks)"),
+        ("junit", "floor + far-repeat"),
         ("junit", "objects (iter_attempts)"),
         ("pytest-json", "bare pytest-json"),
         ("pytest-json", "bare pytest-json-stdlib"),
@@ -41,6 +42,7 @@ def test_bench_prints_every_row_and_verdict(tmp_path: Path) -> None:
         ("tap", "bare tap"),
         ("tap", "ingest (iter_jsonl)"),
         ("tap", "floor (no checks)"),
+        ("tap", "floor + far-repeat"),
         ("tap", "objects (iter_attempts)"),
     }
     assert proc.stdout.count("target: <=") == 3
@@ -52,7 +54,7 @@ def test_bench_prints_every_row_and_verdict(tmp_path: Path) -> None:
     for fmt, suffix in (("tap", ".tap"), ("junit", ".xml")):
         report = tmp_path / f"bench-300{suffix}"
         ids: dict[str, list[str]] = {}
-        for mode in ("floor", "ingest"):
+        for mode in ("floor", "floor-far", "ingest"):
             out = tmp_path / f"{mode}.jsonl"
             subprocess.run(
                 [sys.executable, str(BENCH), "--child", mode, fmt, str(report), str(out)],
@@ -62,7 +64,35 @@ def test_bench_prints_every_row_and_verdict(tmp_path: Path) -> None:
             )
             ids[mode] = [json.loads(line)["test_id"] for line in out.read_text().splitlines()]
         assert len(ids["floor"]) == 300
-        assert ids["floor"] == ids["ingest"], fmt
+        assert ids["floor"] == ids["floor-far"] == ids["ingest"], fmt
+
+    # The far-repeat floor really checks: a report that repeats an id is refused.
+    dup = {
+        "tap": "1..3\nok 1 - a\nok 2 - b\nok 3 - a\n",
+        "junit": '<testsuite><testcase classname="c" name="a"/>\n'
+        '<testcase classname="c" name="b"/>\n<testcase classname="c" name="a"/></testsuite>\n',
+    }
+    for fmt, text in dup.items():
+        report = tmp_path / f"dup.{fmt}"
+        report.write_text(text)
+        for mode, refused in (("floor", False), ("floor-far", True)):
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    str(BENCH),
+                    "--child",
+                    mode,
+                    fmt,
+                    str(report),
+                    str(tmp_path / "o"),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+            assert (proc.returncode != 0) is refused, (fmt, mode, proc.stderr)
+            assert ("repeated test id" in proc.stderr) is refused, (fmt, mode)
 
 
 GATE_BENCH = BENCH.with_name("verbs.py")
