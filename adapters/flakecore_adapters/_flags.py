@@ -380,7 +380,8 @@ class Emitter:
         build = self._build
         counts = self.counts
         stream = self._stream
-        if queue and queue[0][0] < limit:
+        # A record left when the object path's would: a block's first one (its key is its last).
+        if queue and (queue[0][0] if queue[0][1] is not None else queue[0][5]) < limit:
             self._emitted = True
         while queue and queue[0][0] < limit:
             item = queue.popleft()

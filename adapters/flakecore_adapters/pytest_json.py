@@ -365,7 +365,15 @@ def _parse(reader: Reader, limits: Limits, emitter: Emitter, *, text: bool) -> I
                         total = _plain_pass(item) if text else None
                         if total is not None:  # the general code below, for a plain pass
                             nodeid = item["nodeid"]
-                            if doc.escaped or len(nodeid) > max_id or nodeid.isspace():
+                            # Strict JSON holds no raw C0 character: only an escape, a
+                            # DEL or a non-ASCII character (C1) can make a control.
+                            if (
+                                doc.escaped
+                                or not nodeid.isascii()
+                                or "\x7f" in nodeid
+                                or len(nodeid) > max_id
+                                or nodeid.isspace()
+                            ):
                                 check_id(nodeid, max_id, source, line)
                             # No length check: the flush every _BATCH tests below bounds it.
                             batch_ids.append(nodeid)
@@ -373,9 +381,13 @@ def _parse(reader: Reader, limits: Limits, emitter: Emitter, *, text: bool) -> I
                             batch_specs.append(total)
                         else:
                             nodeid, attempts = _test_attempts(item, limits, lossy)
-                            # Without an escape in the test's JSON text the nodeid holds no
-                            # control character: only its length and blankness are left.
-                            if doc.escaped or len(nodeid) > max_id or nodeid.isspace():
+                            if (
+                                doc.escaped
+                                or not nodeid.isascii()
+                                or "\x7f" in nodeid
+                                or len(nodeid) > max_id
+                                or nodeid.isspace()
+                            ):
                                 check_id(nodeid, max_id, source, line)
                             first_attempt = attempts[0]
                             if first_attempt[1] == "rerun":

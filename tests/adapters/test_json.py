@@ -118,6 +118,16 @@ def test_pytest_json_rerun_and_collector_errors() -> None:
         (b'{"tests": [{"nodeid": "t.py::a\\nb", "outcome": "passed"}]}', "U\\+000A"),
         (b'{"tests": [{"nodeid": "t.py::a\\u007f", "outcome": "passed"}]}', "U\\+007F"),
         (b'{"tests": [{"nodeid": " ", "outcome": "passed"}]}', "blank test id"),
+        # DEL and C1 stand raw in strict JSON (only U+0000-U+001F must be escaped)
+        (b'{"tests": [{"nodeid": "t.py::a\x7f", "outcome": "passed"}]}', "U\\+007F"),
+        (b'{"tests": [{"nodeid": "t.py::a\xc2\x85", "outcome": "failed"}]}', "U\\+0085"),
+        (
+            b'{"tests": [{"nodeid": "t.py::\xc2\x9b", "outcome": "passed", '
+            b'"setup": {"outcome": "passed", "duration": 0.1}, '
+            b'"call": {"outcome": "passed", "duration": 0.1}, '
+            b'"teardown": {"outcome": "passed", "duration": 0.1}}]}',
+            "U\\+009B",
+        ),
     ],
 )
 def test_pytest_json_refusals(data: bytes, error: str) -> None:
