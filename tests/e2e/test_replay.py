@@ -263,7 +263,7 @@ def test_a_base_worktree_that_git_status_calls_clean_but_is_not_base_is_incomple
     d = decision(run)
     assert (run.returncode, d["code"]) == (1, "REJECT_INCOMPLETE"), d["reasons"]
     (reason,) = d["reasons"]
-    assert reason == "base worktree is not base: mylib.py differs from the base commit", reason
+    assert reason == "base worktree does not hold the base commit's bytes: mylib.py", reason
     assert results(d) == [] and not out.exists()
     repo.assert_clean()
 
