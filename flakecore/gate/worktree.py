@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import re
 import subprocess
@@ -486,6 +487,38 @@ def _lock_timeout(repo: Path) -> WorktreeLockTimeout:
     )
 
 
+def _shown(lines: Sequence[str]) -> str:
+    """The first five of ``lines`` (each stripped), and how many more there are."""
+    shown = ", ".join(line.strip() for line in lines[:5])
+    return shown + (f" and {len(lines) - 5} more" if len(lines) > 5 else "")
+
+
+def _object_format(commit: str) -> tuple[str, ...]:
+    """``git init``'s option for the object format whose ids look like ``commit``."""
+    return ("--object-format=sha256",) if len(commit) == 64 else ()
+
+
+def _blob_id(data: bytes, like: str) -> str:
+    """The id git gives a blob holding ``data``, in the object format of the id ``like``."""
+    digest = hashlib.sha256 if len(like) == 64 else hashlib.sha1
+    return digest(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _stdin_path(name: bytes) -> bytes:
+    """``name`` as one line of ``hash-object --stdin-paths``: C-quoted when it must be."""
+    if b"\n" not in name and not name.startswith(b'"'):
+        return name + b"\n"
+    quoted = b"".join(
+        b"\\" + bytes([byte])
+        if byte in b'"\\'
+        else b"\\%03o" % byte
+        if byte < 32
+        else bytes([byte])
+        for byte in name
+    )
+    return b'"' + quoted + b'"\n'
+
+
 class DetachedWorktree:
     """A detached ``git worktree`` at one commit, in a new temporary directory.
 
@@ -545,25 +578,80 @@ class DetachedWorktree:
         ``rev-parse HEAD`` must be the base commit and ``status --porcelain``
         (untracked and ignored files included) must be empty: a fresh checkout
         has neither, so anything there was put there by a hook or a filter.
+        ``status`` trusts the repository's own index flags and configuration,
+        which the patch's code may have written in ``.git`` (a hook that marks a
+        rewritten file ``skip-worktree``, a smudge filter with its inverse
+        ``clean``), so every tracked file is also hashed afresh by a git that
+        reads none of them (:meth:`_not_base`).
         """
-        assert self.path is not None, "create() first"
-        # Both read-only (no optional locks), so they run side by side; HEAD's error comes first.
+        assert self.path is not None and self.scratch is not None, "create() first"
+        # All read-only (no optional locks), so they run side by side; HEAD's error comes first.
         head_args = ("rev-parse", "HEAD")
         status_args = ("status", "--porcelain", "--untracked-files=all", "--ignored")
+        tree_args = ("ls-tree", "-r", "-z", "--full-tree", self.commit)
+        verifier = self.scratch / "verify.git"
+        init_args = ("init", "-q", "--bare", "--template=", *_object_format(self.commit))
         with (
             _started(head_args, cwd=self.path) as head_call,
             _started(status_args, cwd=self.path) as status_call,
+            _started(tree_args, cwd=self.repo) as tree_call,
+            _started((*init_args, str(verifier)), cwd=self.scratch) as init_call,
         ):
             head = _answer(head_call, head_args).decode("utf-8", "replace").strip()
             status = _answer(status_call, status_args).decode("utf-8", "replace").splitlines()
+            tree = _answer(tree_call, tree_args)
+            _answer(init_call, init_args)
         found: list[str] = []
         if head != self.commit:
             found.append(f"worktree HEAD is {head}, expected base {self.commit}")
         if status:
-            shown = ", ".join(line.strip() for line in status[:5])
-            more = f" and {len(status) - 5} more" if len(status) > 5 else ""
-            found.append(f"base worktree is not clean: {shown}{more}")
+            found.append(f"base worktree is not clean: {_shown(status)}")
+        if differing := self._not_base(tree, verifier):
+            found.append(
+                f"base worktree does not hold the base commit's bytes: {_shown(differing)}"
+            )
         return found
+
+    def _not_base(self, tree: bytes, verifier: Path) -> list[str]:
+        """The tracked paths (``ls-tree -r -z`` output) whose worktree bytes are not base's blob.
+
+        Each regular file is hashed by ``git hash-object --stdin-paths`` with
+        ``verifier`` (a new, empty repository) as its git directory: the
+        conversions base's own ``.gitattributes`` names still apply, with the
+        drivers of the CI's system and global configuration (``git lfs
+        install``), while nothing of the repository's ``.git`` -- its config,
+        ``info/attributes``, hooks or index -- takes part.  A symbolic link is
+        compared by its target; a submodule is not checked out by git and is
+        left out.
+        """
+        assert self.path is not None
+        files: list[tuple[str, str]] = []
+        differing: list[str] = []
+        for entry in tree.split(b"\0"):
+            if not entry:
+                continue
+            meta, _, raw = entry.partition(b"\t")
+            mode, _kind, oid = meta.decode("ascii").split()
+            name = os.fsdecode(raw)
+            place = self.path / name
+            if mode == "160000":
+                continue
+            if mode == "120000":
+                same = place.is_symlink() and _blob_id(os.fsencode(os.readlink(place)), oid) == oid
+            else:
+                same = place.is_file() and not place.is_symlink()
+                if same:
+                    files.append((name, oid))
+            if not same:
+                differing.append(name)
+        if files:
+            stdin = b"".join(_stdin_path(os.fsencode(name)) for name, _ in files)
+            args = (f"--git-dir={verifier}", f"--work-tree={self.path}", "hash-object")
+            out = _git_bytes(*args, "--stdin-paths", cwd=self.path, stdin=stdin).split()
+            differing += [
+                name for (name, oid), got in zip(files, out, strict=True) if got != oid.encode()
+            ]
+        return sorted(differing)
 
     def start_removal(self) -> None:
         """Start git's removal of the worktree: what the caller does next runs beside it.

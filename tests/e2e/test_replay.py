@@ -226,6 +226,67 @@ def test_dirty_base_worktree_is_incomplete_and_never_cleaned(
     repo.assert_clean()
 
 
+#: A smudge/clean pair that only the repository's own ``.git/config`` defines: checkout swaps
+#: base's ``mylib.py`` for head's, and ``clean`` swaps it back, so ``git status`` sees nothing.
+_SWAP = (
+    "import sys; a, b = open(sys.argv[1], 'rb').read(), open(sys.argv[2], 'rb').read(); "
+    "data = sys.stdin.buffer.read(); sys.stdout.buffer.write(b if data == a else data)"
+)
+
+
+def _hide_head_mylib_in_base(repo: SampleRepo, tmp_path: Path, how: str) -> None:
+    """What the patch's own code, run in the checkout by its CI job, leaves in ``.git``."""
+    base_copy, head_copy = tmp_path / "base-mylib.py", tmp_path / "head-mylib.py"
+    base_copy.write_text(git(repo.path, "show", f"{repo.base}:mylib.py"))
+    head_copy.write_bytes((repo.path / "mylib.py").read_bytes())
+    if how == "filter":
+        (repo.path / ".git" / "info").mkdir(exist_ok=True)
+        (repo.path / ".git" / "info" / "attributes").write_text("mylib.py filter=swap\n")
+        for step, pair in (("smudge", (base_copy, head_copy)), ("clean", (head_copy, base_copy))):
+            command = f'{sys.executable} -c "{_SWAP}" {pair[0]} {pair[1]}'
+            git(repo.path, "config", f"filter.swap.{step}", command)
+        return
+    hook = repo.path / ".git" / "hooks" / "post-checkout"
+    hook.write_text(f"#!/bin/sh\ncp {head_copy} mylib.py\ngit update-index --{how} mylib.py\n")
+    hook.chmod(0o755)
+
+
+@pytest.mark.parametrize("how", ["skip-worktree", "assume-unchanged", "filter"])
+def test_a_base_worktree_that_git_status_calls_clean_but_is_not_base_is_incomplete(
+    repo: SampleRepo, tmp_path: Path, how: str
+) -> None:
+    # Seed 7 passes on base and misses on head (the regression): replayed on the patch's code,
+    # base would "miss" and the regression would be accepted as pre-existing.
+    _hide_head_mylib_in_base(repo, tmp_path, how)
+    out = tmp_path / "freeze.json"
+    run = repo.flakecore(*repo.replay_args(seed="7", out=out))
+    d = decision(run)
+    assert (run.returncode, d["code"]) == (1, "REJECT_INCOMPLETE"), d["reasons"]
+    (reason,) = d["reasons"]
+    assert reason == "base worktree does not hold the base commit's bytes: mylib.py", reason
+    assert results(d) == [] and not out.exists()
+    repo.assert_clean()
+
+
+def test_base_s_own_attributes_and_ci_s_own_filters_still_replay(
+    tmp_path: Path,
+) -> None:
+    # The honest twin: base's .gitattributes converts line ends and runs a filter that the CI
+    # job's global git config defines (as `git lfs install` does); the replay is not refused.
+    attributes = "fixtures/data.json text eol=crlf\nmylib.py filter=ci\n"
+    repo = make_repo(tmp_path, base_files={".gitattributes": attributes})
+    global_config = tmp_path / "ci.gitconfig"
+    global_config.write_text('[filter "ci"]\n\tsmudge = cat\n\tclean = cat\n\trequired = true\n')
+    out = tmp_path / "freeze.json"
+    run = repo.flakecore(
+        *repo.replay_args(seed="3", out=out), env={"GIT_CONFIG_GLOBAL": str(global_config)}
+    )
+    d = decision(run)
+    assert (run.returncode, d["code"]) == (0, "ACCEPT_PREEXISTING"), d["reasons"]
+    assert results(d) == ["miss", "miss"]
+    repo.assert_clean()
+
+
 def test_not_a_repository_is_a_one_line_refusal(tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
