@@ -5,7 +5,7 @@ is a fresh, detached ``git worktree`` in a directory outside the checkout:
 the scored checkout is never touched (no stash, no checkout, no clean), and
 a worktree that is not exactly the base commit with an empty
 ``git status`` is refused, never cleaned into shape -- a file that appeared
-there (a hook, a filter, a generator) could be the very thing that decides
+there (a filter, a generator; hooks never run) could be the very thing that decides
 the replay.  The worktree is removed on every path, including a signal.
 """
 
@@ -59,6 +59,12 @@ _LOCK_POLL_S = 0.05
 #: The threads' half of the worktree lock, the ``flock`` being the processes' half.
 _WORKTREES = threading.Lock()
 
+#: Options before every git command the gate runs: the patch's code may have written ``.git``
+#: (hooks, ``core.fsmonitor``), and none of what it put there may run in the gate's process
+#: tree -- a ``post-checkout`` hook could leave a process behind that rewrites the base
+#: worktree after it was verified, or the gate's own installed code.
+_UNTRUSTED_COMMANDS_OFF = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=")
+
 
 def _one_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
@@ -99,7 +105,7 @@ def _started(
     env = child_env({"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
     try:
         process = subprocess.Popen(
-            ["git", *args],
+            ["git", *_UNTRUSTED_COMMANDS_OFF, *args],
             cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL if stdin is None else stdin,

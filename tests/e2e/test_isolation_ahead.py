@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from e2e.support import SampleRepo, decision, make_repo, run_in
+from e2e.support import SampleRepo, decision, git, make_repo, run_in
 from flakecore.gate.isolation import find_leaks, find_leaks_ahead
 
 pytestmark = pytest.mark.e2e
@@ -230,18 +230,24 @@ def test_a_stop_ends_a_probe_that_runs_ahead(tmp_path: Path) -> None:
 def test_a_refusal_first_ends_the_probe_ahead(tmp_path: Path) -> None:
     """A dirty worktree is refused at once; the hanging probe beside it ends with the replay."""
     repo = make_repo(tmp_path)
-    hook = repo.path / ".git" / "hooks" / "post-checkout"
-    _script(hook, "#!/bin/sh\necho dropped > dropped-by-hook.txt\n")
+    (repo.path / ".git" / "info").mkdir(exist_ok=True)
+    (repo.path / ".git" / "info" / "attributes").write_text("mylib.py filter=drop\n")
+    git(
+        repo.path,
+        "config",
+        "filter.drop.smudge",
+        'sh -c "echo dropped > dropped-by-filter.txt; cat"',
+    )
     python = _fake_venv(tmp_path / "stuck", fifo=True)
     run = run_in(repo.path, _replay(repo, python), repo.env(), 60)
     d = decision(run)
     assert (run.returncode, d["code"]) == (1, "REJECT_INCOMPLETE")
     (reason,) = d["reasons"]
-    assert reason.startswith("base worktree is not clean: ?? dropped-by-hook.txt"), reason
+    assert reason.startswith("base worktree is not clean: ?? dropped-by-filter.txt"), reason
     assert _probes(python) == []
     repo.assert_clean()
-    # The honest twin: without the hook the same replay is not refused for its worktree.
-    hook.unlink()
+    # The honest twin: without the filter the same replay is not refused for its worktree.
+    git(repo.path, "config", "--unset", "filter.drop.smudge")
     twin = _fake_venv(tmp_path / "working")
     run = run_in(repo.path, _replay(repo, twin), repo.env(), 120)
     assert (run.returncode, decision(run)["code"]) == (0, "ACCEPT_PREEXISTING")

@@ -198,23 +198,23 @@ def test_claimed_epoch_that_is_a_name_is_incomplete_and_runs_nothing(
     repo.assert_clean()
 
 
-#: post-checkout hooks that leave a fresh worktree not exactly the base commit.
-_HOOKS = {
-    "untracked-file": "echo generated > generated.txt\n",
-    "ignored-file": "mkdir -p __pycache__ && echo stale > __pycache__/mylib.cpython.pyc\n",
-    "modified-property": f"printf '# patched by a hook\\n' >> {PROPERTY_FILE}\n",
+#: Checkout side effects that leave a fresh worktree not exactly the base commit.
+_DIRT = {
+    "untracked-file": "echo generated > generated.txt; cat",
+    "ignored-file": "mkdir -p __pycache__ && echo stale > __pycache__/mylib.cpython.pyc; cat",
+    "modified-file": "cat; echo '# patched by a filter'",
 }
 
 
-@pytest.mark.parametrize("hook", list(_HOOKS), ids=list(_HOOKS))
+@pytest.mark.parametrize("dirt", list(_DIRT), ids=list(_DIRT))
 def test_dirty_base_worktree_is_incomplete_and_never_cleaned(
-    repo: SampleRepo, tmp_path: Path, hook: str
+    repo: SampleRepo, tmp_path: Path, dirt: str
 ) -> None:
-    # A fresh worktree of a commit can only be dirty if something ran in it: a
-    # post-checkout hook (LFS, husky, a generator) or a checkout filter.
-    hook_file = repo.path / ".git" / "hooks" / "post-checkout"
-    hook_file.write_text("#!/bin/sh\n" + _HOOKS[hook])
-    hook_file.chmod(0o755)
+    # A fresh worktree of a commit can only be dirty if something ran in it: here a smudge
+    # filter (LFS, a generator) with a side effect; hooks never run (the next test).
+    (repo.path / ".git" / "info").mkdir(exist_ok=True)
+    (repo.path / ".git" / "info" / "attributes").write_text("mylib.py filter=dirt\n")
+    git(repo.path, "config", "filter.dirt.smudge", f'sh -c "{_DIRT[dirt]}"')
     out = tmp_path / "freeze.json"
     run = repo.flakecore(*repo.replay_args(seed="3", out=out))
     d = decision(run)
@@ -226,6 +226,36 @@ def test_dirty_base_worktree_is_incomplete_and_never_cleaned(
     repo.assert_clean()
 
 
+@pytest.mark.parametrize("hooks", ["hooks-dir", "core.hooksPath"])
+def test_the_repository_s_hooks_never_run(repo: SampleRepo, tmp_path: Path, hooks: str) -> None:
+    # The patch's code may write .git/hooks during its own CI run.  A post-checkout hook that
+    # leaves a process behind could rewrite the base worktree after it was verified: here it
+    # would put head's mylib.py there a moment later, and seed 7 (which passes on base and
+    # misses on head) would "miss" on base.  The hook must not run at all.
+    ran = tmp_path / "hook-ran"
+    head_copy = tmp_path / "head-mylib.py"
+    head_copy.write_bytes((repo.path / "mylib.py").read_bytes())
+    folder = repo.path / ".git" / "hooks"
+    if hooks == "core.hooksPath":
+        folder = tmp_path / "patch-hooks"
+        folder.mkdir()
+        git(repo.path, "config", "core.hooksPath", str(folder))
+    hook = folder / "post-checkout"
+    hook.write_text(f"#!/bin/sh\ntouch {ran}\n(sleep 1; cp {head_copy} mylib.py) &\n")
+    hook.chmod(0o755)
+    out = tmp_path / "freeze.json"
+    run = repo.flakecore(*repo.replay_args(seed="7", out=out))
+    d = decision(run)
+    assert not ran.exists()
+    assert run.returncode != 0 and d["code"] != "ACCEPT_PREEXISTING", d
+    assert "pass" in results(d) and not out.exists()
+    repo.assert_clean()
+    # The honest twin: a seed that misses on base too is still accepted, hook or not.
+    run = repo.flakecore(*repo.replay_args(seed="3", out=out))
+    assert (run.returncode, decision(run)["code"]) == (0, "ACCEPT_PREEXISTING")
+    assert not ran.exists()
+
+
 #: A smudge/clean pair that only the repository's own ``.git/config`` defines: checkout swaps
 #: base's ``mylib.py`` for head's, and ``clean`` swaps it back, so ``git status`` sees nothing.
 _SWAP = (
@@ -234,30 +264,21 @@ _SWAP = (
 )
 
 
-def _hide_head_mylib_in_base(repo: SampleRepo, tmp_path: Path, how: str) -> None:
-    """What the patch's own code, run in the checkout by its CI job, leaves in ``.git``."""
+def test_a_base_worktree_that_git_status_calls_clean_but_is_not_base_is_incomplete(
+    repo: SampleRepo, tmp_path: Path
+) -> None:
+    # What the patch's own code, run in the checkout by its CI job, may leave in .git: a
+    # smudge/clean pair that swaps head's mylib.py in and hides it from git status.
     base_copy, head_copy = tmp_path / "base-mylib.py", tmp_path / "head-mylib.py"
     base_copy.write_text(git(repo.path, "show", f"{repo.base}:mylib.py"))
     head_copy.write_bytes((repo.path / "mylib.py").read_bytes())
-    if how == "filter":
-        (repo.path / ".git" / "info").mkdir(exist_ok=True)
-        (repo.path / ".git" / "info" / "attributes").write_text("mylib.py filter=swap\n")
-        for step, pair in (("smudge", (base_copy, head_copy)), ("clean", (head_copy, base_copy))):
-            command = f'{sys.executable} -c "{_SWAP}" {pair[0]} {pair[1]}'
-            git(repo.path, "config", f"filter.swap.{step}", command)
-        return
-    hook = repo.path / ".git" / "hooks" / "post-checkout"
-    hook.write_text(f"#!/bin/sh\ncp {head_copy} mylib.py\ngit update-index --{how} mylib.py\n")
-    hook.chmod(0o755)
-
-
-@pytest.mark.parametrize("how", ["skip-worktree", "assume-unchanged", "filter"])
-def test_a_base_worktree_that_git_status_calls_clean_but_is_not_base_is_incomplete(
-    repo: SampleRepo, tmp_path: Path, how: str
-) -> None:
+    (repo.path / ".git" / "info").mkdir(exist_ok=True)
+    (repo.path / ".git" / "info" / "attributes").write_text("mylib.py filter=swap\n")
+    for step, pair in (("smudge", (base_copy, head_copy)), ("clean", (head_copy, base_copy))):
+        command = f'{sys.executable} -c "{_SWAP}" {pair[0]} {pair[1]}'
+        git(repo.path, "config", f"filter.swap.{step}", command)
     # Seed 7 passes on base and misses on head (the regression): replayed on the patch's code,
     # base would "miss" and the regression would be accepted as pre-existing.
-    _hide_head_mylib_in_base(repo, tmp_path, how)
     out = tmp_path / "freeze.json"
     run = repo.flakecore(*repo.replay_args(seed="7", out=out))
     d = decision(run)
