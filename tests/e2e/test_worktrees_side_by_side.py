@@ -42,7 +42,7 @@ pytestmark = pytest.mark.e2e
 
 #: git, except that the first ``worktree add`` waits with an entry in git's mid-add state.
 _GIT = r"""#!/bin/sh
-[ "$1 $2" = "worktree add" ] || exec "$REAL_GIT" "$@"
+case " $* " in *" worktree add "*) ;; *) exec "$REAL_GIT" "$@" ;; esac
 state="$GIT_SHIM_STATE"
 # Every wait gives up after 60 s (exit 97), so no shim outlives a test that died.
 ticks=0
