@@ -124,6 +124,40 @@ def _started(
             process.communicate()
 
 
+#: The configuration scopes a patch's code may have written: ``.git/config`` and the main
+#: worktree's ``config.worktree`` (with what they include).
+_REPOSITORY_SCOPES = frozenset({b"local", b"worktree"})
+_FILTER_COMMANDS = (b".smudge", b".clean", b".process")
+
+
+def _refuse_repository_filters(top: Path) -> None:
+    """Raise :class:`GitError` when the repository's own config sets a filter driver's command.
+
+    git runs a filter driver during checkout, and has no switch to leave out the repository's
+    own configuration, which the patch's code may have written: such a command would be code
+    of the patch's choosing run by the gate.  A driver the system or global configuration
+    defines with the same command (``git lfs install`` beside ``--local``) is trusted.
+    """
+    listed = _git_bytes("config", "--includes", "--show-scope", "-z", "--list", cwd=top)
+    fields = listed.split(b"\0")
+    trusted: dict[bytes, bytes] = {}
+    last: dict[bytes, tuple[bytes, bytes]] = {}
+    for scope, entry in zip(fields[0::2], fields[1::2], strict=False):
+        key, _, value = entry.partition(b"\n")
+        if not (key.startswith(b"filter.") and key.endswith(_FILTER_COMMANDS)):
+            continue
+        last[key] = (scope, value)
+        if scope not in _REPOSITORY_SCOPES:
+            trusted[key] = value
+    for key, (scope, value) in last.items():
+        if scope in _REPOSITORY_SCOPES and trusted.get(key) != value:
+            raise GitError(
+                f"the repository's own git config sets {key.decode('utf-8', 'replace')!r}: "
+                "the base replay runs no filter that only .git/config defines "
+                "(define it in the global git config)"
+            )
+
+
 def _answer(process: subprocess.Popen[bytes], args: Sequence[str]) -> bytes:
     """The stdout of a git call :func:`_started`, once it exited 0; else :class:`GitError`."""
     out, err = process.communicate()
@@ -566,6 +600,7 @@ class DetachedWorktree:
             )
         self.path = scratch / "tree"
         self._common = _git_common_dir(top)
+        _refuse_repository_filters(top)
         if meanwhile is not None:
             meanwhile(scratch)
         with _worktrees_locked(self.repo, self._common, adding=True):

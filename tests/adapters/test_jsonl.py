@@ -758,7 +758,13 @@ def _tap_runs(draw: st.DrawFn) -> tuple[bytes, int | None]:
 def test_tap_runs_same_on_both_paths(doc: tuple[bytes, int | None], window: int | None) -> None:
     data, chunk = doc
     with _reads_of(chunk):
-        same(data, "tap", window)
+        want, got = objects(data, "tap", window), lines(data, "tap", window)
+    if want[0] == got[0] == "error":
+        # Both refuse, by the same type; a report with two defects (a far repeat and no
+        # plan) may be refused for either one first.
+        assert got[1][0] == want[1][0], (got, want)
+    else:
+        assert got == want
 
 
 _XML_NAMES = st.sampled_from(

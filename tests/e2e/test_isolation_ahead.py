@@ -232,14 +232,12 @@ def test_a_refusal_first_ends_the_probe_ahead(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     (repo.path / ".git" / "info").mkdir(exist_ok=True)
     (repo.path / ".git" / "info" / "attributes").write_text("mylib.py filter=drop\n")
-    git(
-        repo.path,
-        "config",
-        "filter.drop.smudge",
-        'sh -c "echo dropped > dropped-by-filter.txt; cat"',
-    )
+    ci_config = tmp_path / "ci.gitconfig"  # the CI's own filter (trusted), with a side effect
+    dropping = 'sh -c "echo dropped > dropped-by-filter.txt; cat"'
+    git(repo.path, "config", "--file", str(ci_config), "filter.drop.smudge", dropping)
+    ci_env = repo.env({"GIT_CONFIG_GLOBAL": str(ci_config)})
     python = _fake_venv(tmp_path / "stuck", fifo=True)
-    run = run_in(repo.path, _replay(repo, python), repo.env(), 60)
+    run = run_in(repo.path, _replay(repo, python), ci_env, 60)
     d = decision(run)
     assert (run.returncode, d["code"]) == (1, "REJECT_INCOMPLETE")
     (reason,) = d["reasons"]
@@ -247,8 +245,8 @@ def test_a_refusal_first_ends_the_probe_ahead(tmp_path: Path) -> None:
     assert _probes(python) == []
     repo.assert_clean()
     # The honest twin: without the filter the same replay is not refused for its worktree.
-    git(repo.path, "config", "--unset", "filter.drop.smudge")
+    git(repo.path, "config", "--file", str(ci_config), "--unset", "filter.drop.smudge")
     twin = _fake_venv(tmp_path / "working")
-    run = run_in(repo.path, _replay(repo, twin), repo.env(), 120)
+    run = run_in(repo.path, _replay(repo, twin), ci_env, 120)
     assert (run.returncode, decision(run)["code"]) == (0, "ACCEPT_PREEXISTING")
     repo.assert_clean()

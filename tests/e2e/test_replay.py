@@ -211,12 +211,22 @@ def test_dirty_base_worktree_is_incomplete_and_never_cleaned(
     repo: SampleRepo, tmp_path: Path, dirt: str
 ) -> None:
     # A fresh worktree of a commit can only be dirty if something ran in it: here a smudge
-    # filter (LFS, a generator) with a side effect; hooks never run (the next test).
+    # filter of the CI's own git config (LFS, a generator) with a side effect; hooks never run.
     (repo.path / ".git" / "info").mkdir(exist_ok=True)
     (repo.path / ".git" / "info" / "attributes").write_text("mylib.py filter=dirt\n")
-    git(repo.path, "config", "filter.dirt.smudge", f'sh -c "{_DIRT[dirt]}"')
+    ci_config = tmp_path / "ci.gitconfig"
+    git(
+        repo.path,
+        "config",
+        "--file",
+        str(ci_config),
+        "filter.dirt.smudge",
+        f'sh -c "{_DIRT[dirt]}"',
+    )
     out = tmp_path / "freeze.json"
-    run = repo.flakecore(*repo.replay_args(seed="3", out=out))
+    run = repo.flakecore(
+        *repo.replay_args(seed="3", out=out), env={"GIT_CONFIG_GLOBAL": str(ci_config)}
+    )
     d = decision(run)
     assert (run.returncode, d["code"], d["exit"]) == (1, "REJECT_INCOMPLETE", 1)
     (reason,) = d["reasons"]
@@ -264,27 +274,36 @@ _SWAP = (
 )
 
 
+@pytest.mark.parametrize("scope", ["local", "global"])
 def test_a_base_worktree_that_git_status_calls_clean_but_is_not_base_is_incomplete(
-    repo: SampleRepo, tmp_path: Path
+    repo: SampleRepo, tmp_path: Path, scope: str
 ) -> None:
     # What the patch's own code, run in the checkout by its CI job, may leave in .git: a
-    # smudge/clean pair that swaps head's mylib.py in and hides it from git status.
+    # smudge/clean pair that swaps head's mylib.py in and hides it from git status.  Defined
+    # in .git/config it never runs; in a config the gate trusts, the bytes check catches it.
     base_copy, head_copy = tmp_path / "base-mylib.py", tmp_path / "head-mylib.py"
     base_copy.write_text(git(repo.path, "show", f"{repo.base}:mylib.py"))
     head_copy.write_bytes((repo.path / "mylib.py").read_bytes())
     (repo.path / ".git" / "info").mkdir(exist_ok=True)
     (repo.path / ".git" / "info" / "attributes").write_text("mylib.py filter=swap\n")
+    config = ["--local"] if scope == "local" else ["--file", str(tmp_path / "ci.gitconfig")]
     for step, pair in (("smudge", (base_copy, head_copy)), ("clean", (head_copy, base_copy))):
         command = f'{sys.executable} -c "{_SWAP}" {pair[0]} {pair[1]}'
-        git(repo.path, "config", f"filter.swap.{step}", command)
+        git(repo.path, "config", *config, f"filter.swap.{step}", command)
     # Seed 7 passes on base and misses on head (the regression): replayed on the patch's code,
     # base would "miss" and the regression would be accepted as pre-existing.
     out = tmp_path / "freeze.json"
-    run = repo.flakecore(*repo.replay_args(seed="7", out=out))
+    env = {"GIT_CONFIG_GLOBAL": str(tmp_path / "ci.gitconfig")}
+    run = repo.flakecore(*repo.replay_args(seed="7", out=out), env=env)
     d = decision(run)
     assert (run.returncode, d["code"]) == (1, "REJECT_INCOMPLETE"), d["reasons"]
     (reason,) = d["reasons"]
-    assert reason == "base worktree does not hold the base commit's bytes: mylib.py", reason
+    expected = {
+        "local": "the repository's own git config sets 'filter.swap.smudge': the base replay "
+        "runs no filter that only .git/config defines (define it in the global git config)",
+        "global": "base worktree does not hold the base commit's bytes: mylib.py",
+    }
+    assert reason == expected[scope], reason
     assert results(d) == [] and not out.exists()
     repo.assert_clean()
 
@@ -298,6 +317,8 @@ def test_base_s_own_attributes_and_ci_s_own_filters_still_replay(
     repo = make_repo(tmp_path, base_files={".gitattributes": attributes})
     global_config = tmp_path / "ci.gitconfig"
     global_config.write_text('[filter "ci"]\n\tsmudge = cat\n\tclean = cat\n\trequired = true\n')
+    # The same driver in the repository's own config too (`git lfs install --local`).
+    git(repo.path, "config", "filter.ci.smudge", "cat")
     out = tmp_path / "freeze.json"
     run = repo.flakecore(
         *repo.replay_args(seed="3", out=out), env={"GIT_CONFIG_GLOBAL": str(global_config)}
