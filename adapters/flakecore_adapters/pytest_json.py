@@ -104,6 +104,21 @@ def _duration_text(value: float | None) -> str:
     return "null" if value is None else float.__repr__(value)
 
 
+def _may_be_unsound(nodeid: str, escaped: bool, max_id: int) -> bool:
+    """Whether ``nodeid`` needs the full id check: the cheap tests first.
+
+    Strict JSON holds no raw C0 character: only an escape, a DEL or a
+    non-ASCII character (C1) can make a control.
+    """
+    return (
+        escaped
+        or not nodeid.isascii()
+        or "\x7f" in nodeid
+        or len(nodeid) > max_id
+        or nodeid.isspace()
+    )
+
+
 def _plain_pass(test: Any) -> float | None:
     """The total duration of a plain pass, or None for any other test.
 
@@ -365,15 +380,7 @@ def _parse(reader: Reader, limits: Limits, emitter: Emitter, *, text: bool) -> I
                         total = _plain_pass(item) if text else None
                         if total is not None:  # the general code below, for a plain pass
                             nodeid = item["nodeid"]
-                            # Strict JSON holds no raw C0 character: only an escape, a
-                            # DEL or a non-ASCII character (C1) can make a control.
-                            if (
-                                doc.escaped
-                                or not nodeid.isascii()
-                                or "\x7f" in nodeid
-                                or len(nodeid) > max_id
-                                or nodeid.isspace()
-                            ):
+                            if _may_be_unsound(nodeid, doc.escaped, max_id):
                                 check_id(nodeid, max_id, source, line)
                             # No length check: the flush every _BATCH tests below bounds it.
                             batch_ids.append(nodeid)
@@ -381,13 +388,7 @@ def _parse(reader: Reader, limits: Limits, emitter: Emitter, *, text: bool) -> I
                             batch_specs.append(total)
                         else:
                             nodeid, attempts = _test_attempts(item, limits, lossy)
-                            if (
-                                doc.escaped
-                                or not nodeid.isascii()
-                                or "\x7f" in nodeid
-                                or len(nodeid) > max_id
-                                or nodeid.isspace()
-                            ):
+                            if _may_be_unsound(nodeid, doc.escaped, max_id):
                                 check_id(nodeid, max_id, source, line)
                             first_attempt = attempts[0]
                             if first_attempt[1] == "rerun":
