@@ -618,12 +618,12 @@ class DetachedWorktree:
 
         ``rev-parse HEAD`` must be the base commit and ``status --porcelain``
         (untracked and ignored files included) must be empty: a fresh checkout
-        has neither, so anything there was put there by a hook or a filter.
+        has neither, so anything there was put there by a filter (hooks never run).
         ``status`` trusts the repository's own index flags and configuration,
-        which the patch's code may have written in ``.git`` (a hook that marks a
-        rewritten file ``skip-worktree``, a smudge filter with its inverse
-        ``clean``), so every tracked file is also hashed afresh by a git that
-        reads none of them (:meth:`_not_base`).
+        which the patch's code may have written in ``.git`` (``skip-worktree``
+        flags, a smudge filter with its inverse ``clean``), so every tracked
+        file is also hashed afresh by a git that reads none of them
+        (:meth:`_not_base`).
         """
         assert self.path is not None and self.scratch is not None, "create() first"
         # All read-only (no optional locks), so they run side by side; HEAD's error comes first.
